@@ -1,0 +1,28 @@
+# archive_cluster: PGXS build.
+#
+#   make && make install          build and install into the PostgreSQL found by pg_config
+#   make installcheck             regression tests on a private temporary server
+#                                 (run as a non-root user that can write this tree)
+
+MODULE_big = archive_cluster
+OBJS = \
+	src/archive_cluster.o \
+	src/config.o \
+	src/guc.o \
+	src/register.o \
+	src/run.o \
+	src/triggers.o \
+	src/util.o
+
+EXTENSION = archive_cluster
+DATA = archive_cluster--0.1.sql
+PGFILEDESC = "archive_cluster - online clustered archiving"
+
+PG_CPPFLAGS = -I$(srcdir)/src
+
+REGRESS = setup register dml run unregister errors
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,143 @@
+/* archive_cluster--0.1.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION archive_cluster" to load this file. \quit
+
+/*
+ * Registered tables.  Relations are stored as regclass so that pg_dump writes
+ * them by name and pg_restore resolves them to the new OIDs.
+ */
+CREATE TABLE archive_cluster_config (
+	relation regclass PRIMARY KEY,		-- the view, with the table's old name
+	current_table regclass NOT NULL,	-- the original table, renamed <t>_current
+	archive_table regclass NOT NULL,	-- <t>_archive, rows appended in cluster order
+	cluster_by name[] NOT NULL,
+	age_column name NOT NULL,
+	hot_window interval NOT NULL,
+	batch_rows bigint,					-- NULL: distinct keys x rows per page
+	registered_at timestamptz NOT NULL DEFAULT now(),
+	registered_by name NOT NULL DEFAULT current_user
+);
+
+/* One row per run that did something or failed. */
+CREATE TABLE archive_cluster_run_log (
+	run_id bigserial PRIMARY KEY,
+	relation regclass,
+	relation_name text NOT NULL,
+	started_at timestamptz NOT NULL,
+	finished_at timestamptz NOT NULL,
+	rows_moved bigint NOT NULL,
+	batches integer NOT NULL,
+	started_by text NOT NULL,			-- 'manual' or 'worker'
+	run_as name NOT NULL,
+	error text
+);
+
+SELECT pg_catalog.pg_extension_config_dump('archive_cluster_config', '');
+SELECT pg_catalog.pg_extension_config_dump('archive_cluster_run_log', '');
+SELECT pg_catalog.pg_extension_config_dump('archive_cluster_run_log_run_id_seq', '');
+
+REVOKE ALL ON archive_cluster_config, archive_cluster_run_log FROM PUBLIC;
+-- the view triggers read the configuration as the user running the statement
+GRANT SELECT ON archive_cluster_config TO PUBLIC;
+
+CREATE FUNCTION archive_cluster_register(
+	relation regclass,
+	cluster_by name[],
+	age_column name,
+	hot_window interval DEFAULT '1 hour',
+	batch_rows bigint DEFAULT NULL,
+	lock_timeout interval DEFAULT '1 s',
+	lock_retries integer DEFAULT 10)
+RETURNS void
+AS 'MODULE_PATHNAME', 'archive_cluster_register'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
+CREATE FUNCTION archive_cluster_unregister(
+	relation regclass,
+	lock_timeout interval DEFAULT '1 s',
+	lock_retries integer DEFAULT 10)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'archive_cluster_unregister'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
+CREATE FUNCTION archive_cluster_run(
+	relation regclass DEFAULT NULL,
+	force boolean DEFAULT false,
+	max_batches integer DEFAULT NULL,
+	OUT table_name regclass,
+	OUT status text,
+	OUT rows_moved bigint,
+	OUT batches integer,
+	OUT duration interval)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'archive_cluster_run'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 1;
+
+/* Threshold and its inputs, computed from the tables' statistics. */
+CREATE FUNCTION archive_cluster_table_state(
+	relation regclass,
+	OUT threshold_rows bigint,
+	OUT threshold_source text,
+	OUT distinct_keys double precision,
+	OUT rows_per_page double precision,
+	OUT current_rows_estimate bigint,
+	OUT eligible_rows_estimate bigint,
+	OUT archive_rows_estimate bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'archive_cluster_table_state'
+LANGUAGE C STRICT STABLE;
+
+CREATE FUNCTION archive_cluster_view_trigger()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'archive_cluster_view_trigger'
+LANGUAGE C;
+
+CREATE VIEW archive_cluster_tables AS
+SELECT c.relation,
+	   c.current_table,
+	   c.archive_table,
+	   c.cluster_by,
+	   c.age_column,
+	   c.hot_window,
+	   c.batch_rows,
+	   s.threshold_rows,
+	   s.threshold_source,
+	   s.distinct_keys,
+	   s.rows_per_page,
+	   s.current_rows_estimate,
+	   s.eligible_rows_estimate,
+	   s.archive_rows_estimate,
+	   r.last_run_at,
+	   r.last_run_rows,
+	   r.last_error,
+	   coalesce(r.runs, 0) AS runs,
+	   coalesce(r.rows_moved, 0) AS total_rows_moved,
+	   c.registered_at,
+	   c.registered_by
+FROM archive_cluster_config c
+	 CROSS JOIN LATERAL archive_cluster_table_state(c.relation) s
+	 LEFT JOIN LATERAL (
+		SELECT max(l.started_at) AS last_run_at,
+			   (array_agg(l.rows_moved ORDER BY l.run_id DESC))[1] AS last_run_rows,
+			   (array_agg(l.error ORDER BY l.run_id DESC))[1] AS last_error,
+			   count(*) AS runs,
+			   sum(l.rows_moved)::bigint AS rows_moved
+		FROM archive_cluster_run_log l
+		WHERE l.relation = c.relation) r ON true;
+
+CREATE VIEW archive_cluster_runs AS
+SELECT run_id,
+	   relation,
+	   relation_name,
+	   started_at,
+	   finished_at,
+	   finished_at - started_at AS duration,
+	   rows_moved,
+	   batches,
+	   started_by,
+	   run_as,
+	   error
+FROM archive_cluster_run_log;
+
+GRANT SELECT ON archive_cluster_tables, archive_cluster_runs TO PUBLIC;

@@ -1,0 +1,64 @@
+-- Runs: a 300,000-row table with 1,000 customers, rows scattered by customer.
+CREATE TABLE t (ts timestamp NOT NULL, id int PRIMARY KEY, cid int NOT NULL, pad varchar(200) NOT NULL);
+CREATE INDEX ON t (cid, ts);
+INSERT INTO t
+SELECT timestamp '2024-01-01' + i * interval '1 second', i, (i::bigint * 7919 % 1000)::int, repeat('x', (i * 37) % 200)
+FROM generate_series(1, 300000) i;
+ANALYZE t;
+CREATE TEMP TABLE t_before AS SELECT checksum('t') AS sum;
+-- scattered: each customer's 300 rows sit on about 300 pages
+SELECT round(avg(pages)) AS avg_pages, round(avg(pages::numeric / ideal)) AS avg_ratio
+FROM key_pages('t', 'cid');
+
+SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour');
+SELECT threshold_source, distinct_keys, threshold_rows = distinct_keys * rows_per_page AS seed_rule
+FROM archive_cluster_tables WHERE relation = 't'::regclass;
+
+-- nothing moves while fewer rows than the threshold are eligible
+UPDATE archive_cluster_config SET batch_rows = 1000000 WHERE relation = 't'::regclass;
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('t');
+UPDATE archive_cluster_config SET batch_rows = NULL WHERE relation = 't'::regclass;
+
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run();
+SELECT checksum('t') = (SELECT sum FROM t_before) AS same_rows;
+SELECT (SELECT count(*) FROM t_current) AS current_rows, (SELECT count(*) FROM t_archive) AS archive_rows;
+-- no row is in both tables
+SELECT count(*) AS in_both FROM t_current c JOIN t_archive a USING (id);
+
+-- clustered: a customer's archived rows span at most 1.5x the ideal pages on
+-- average, and no key more than two pages beyond its ideal (its first and last
+-- page shared with the neighbouring keys)
+SELECT count(*) AS keys,
+	   avg(pages::numeric / ideal) <= 1.5 AS avg_within_1_5,
+	   sum(pages)::numeric / sum(ideal) <= 1.5 AS total_within_1_5,
+	   max(pages - ideal) <= 2 AS at_most_2_extra
+FROM key_pages('t_archive', 'cid');
+-- and in cluster order within the table
+SELECT count(*) AS out_of_order FROM (
+	SELECT cid, ts, lag(cid) OVER w AS pcid, lag(ts) OVER w AS pts
+	FROM t_archive WINDOW w AS (ORDER BY ctid)) s
+WHERE (pcid, pts) > (cid, ts);
+
+-- the run is recorded
+SELECT relation, relation_name, rows_moved, batches, started_by, run_as, error,
+	   finished_at >= started_at AS sane
+FROM archive_cluster_runs ORDER BY run_id;
+SELECT relation, runs, total_rows_moved, last_run_rows FROM archive_cluster_tables ORDER BY 1;
+
+-- rows newer than the hot window stay; force moves what is eligible
+INSERT INTO t SELECT now() - interval '2 hours', 300001, 1, 'old enough';
+INSERT INTO t SELECT now(), 300002, 1, 'hot';
+SELECT table_name, status, rows_moved FROM archive_cluster_run('t');
+SELECT table_name, status, rows_moved FROM archive_cluster_run('t', force => true);
+SELECT 'current' AS tier, id FROM t_current WHERE id > 300000
+UNION ALL SELECT 'archive', id FROM t_archive WHERE id > 300000 ORDER BY id;
+
+-- max_batches and max_batch_rows cut a run into batches
+UPDATE archive_cluster_config SET hot_window = '0', batch_rows = 1000 WHERE relation = 't'::regclass;
+SET archive_cluster.max_batch_rows = 1000;
+INSERT INTO t SELECT now() - interval '1 day', 400000 + i, i % 10, 'b' FROM generate_series(1, 2500) i;
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('t', force => true, max_batches => 2);
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('t', force => true);
+RESET archive_cluster.max_batch_rows;
+UPDATE archive_cluster_config SET hot_window = '1 hour', batch_rows = NULL WHERE relation = 't'::regclass;
+SELECT (SELECT count(*) FROM t) AS rows, (SELECT count(*) FROM t_current) AS current_rows;

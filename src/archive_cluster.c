@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * archive_cluster.c
+ *		Module entry point of archive_cluster.
+ *
+ *		archive_cluster keeps a big, append-mostly table fast for per-key
+ *		range reads by turning it into a view over <t>_current (recent rows)
+ *		and <t>_archive (older rows, appended in batches sorted by a cluster
+ *		key).  See register.c, triggers.c and run.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "archive_cluster.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	ac_define_gucs();
+}

@@ -1,0 +1,79 @@
+/*-------------------------------------------------------------------------
+ *
+ * archive_cluster.h
+ *		Declarations shared by archive_cluster's source files.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHIVE_CLUSTER_H
+#define ARCHIVE_CLUSTER_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "utils/palloc.h"
+#include "utils/relcache.h"
+
+#define AC_MAX_CLUSTER_COLS 8
+
+/* One registered table, as stored in archive_cluster_config. */
+typedef struct AcTableConfig
+{
+	Oid			relation;		/* the view */
+	Oid			current;		/* <t>_current */
+	Oid			archive;		/* <t>_archive */
+	int			ncluster;
+	char	   *cluster_by[AC_MAX_CLUSTER_COLS];
+	char	   *age_column;
+	Interval	hot_window;
+	int64		batch_rows;		/* 0 when not set */
+} AcTableConfig;
+
+/* The batch size a run uses, with the inputs it came from. */
+typedef struct AcThreshold
+{
+	int64		rows;
+	const char *source;			/* "batch_rows", "statistics" or "default" */
+	double		distinct_keys;	/* < 0 when unknown */
+	double		rows_per_page;	/* < 0 when unknown */
+} AcThreshold;
+
+/* guc.c */
+extern int	archive_cluster_max_batch_rows;
+extern void ac_define_gucs(void);
+
+/* config.c */
+extern Oid	ac_extension_schema(void);
+extern char *ac_extension_object(const char *name);
+extern uint64 ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
+										 Datum *values, const char *nulls,
+										 int expected);
+extern bool ac_load_config(Oid relation, AcTableConfig *cfg, MemoryContext mcxt);
+extern List *ac_registered_relations(void);
+extern Oid	ac_registered_view_of(Oid relid);
+extern void ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
+					   int64 rows, int batches, const char *started_by,
+					   Oid run_as, const char *error);
+
+/* register.c */
+extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);
+
+/* run.c */
+extern void ac_compute_threshold(AcTableConfig *cfg, AcThreshold *th);
+extern TimestampTz ac_cutoff(AcTableConfig *cfg);
+
+/* util.c */
+extern void ac_check_owner(Oid relid);
+extern void ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
+							   int *save_nestlevel);
+extern void ac_restore_user(Oid save_userid, int save_sec_context, int save_nestlevel);
+extern char *ac_qualified_name(Oid relid);
+extern void ac_spi_exec(const char *sql, int expected);
+extern void ac_lock_with_retries(Oid relid, int timeout_ms, int retries);
+extern int	ac_interval_ms(Interval *iv, const char *argname);
+
+#define AC_DEFAULT_THRESHOLD 100000
+#define AC_MAX_BATCH_ROWS INT64CONST(100000000)
+
+#endif							/* ARCHIVE_CLUSTER_H */

@@ -1,0 +1,240 @@
+/*-------------------------------------------------------------------------
+ *
+ * config.c
+ *		Reading and writing archive_cluster's own tables: the registered
+ *		tables (archive_cluster_config) and the run history
+ *		(archive_cluster_run_log).  All callers are connected to SPI.
+ *
+ *		Everyone may read the configuration; writes run as the extension's
+ *		owner, with fixed, schema-qualified statements, after the caller's
+ *		rights on the table concerned have been checked.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "archive_cluster.h"
+
+#define AC_EXTENSION_NAME "archive_cluster"
+
+/*
+ * The schema the extension lives in; error if it is not installed in this
+ * database.
+ */
+Oid
+ac_extension_schema(void)
+{
+	bool		isnull;
+
+	if (SPI_execute("SELECT extnamespace FROM pg_catalog.pg_extension"
+					" WHERE extname OPERATOR(pg_catalog.=) '" AC_EXTENSION_NAME "'",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_extension");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"%s\" is not installed in this database",
+						AC_EXTENSION_NAME),
+				 errhint("Run CREATE EXTENSION archive_cluster.")));
+	return DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* "schema".name of one of the extension's objects, palloc'd */
+char *
+ac_extension_object(const char *name)
+{
+	return quote_qualified_identifier(get_namespace_name(ac_extension_schema()),
+									  name);
+}
+
+static Oid
+ac_extension_owner(void)
+{
+	Oid			owner;
+	bool		isnull;
+	int			rc;
+
+	rc = SPI_execute("SELECT extowner FROM pg_catalog.pg_extension"
+					 " WHERE extname OPERATOR(pg_catalog.=) '" AC_EXTENSION_NAME "'",
+					 true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not find the owner of extension %s", AC_EXTENSION_NAME);
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	return owner;
+}
+
+/*
+ * Run a fixed statement on the extension's own tables as the extension's
+ * owner.  Returns SPI_processed.
+ */
+uint64
+ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
+						   Datum *values, const char *nulls, int expected)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			rc;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(ac_extension_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_with_args returned %s for \"%s\"",
+			 SPI_result_code_string(rc), sql);
+	return SPI_processed;
+}
+
+/*
+ * Load the configuration of the registered view "relation" into *cfg, with
+ * strings allocated in mcxt.  Returns false when it is not registered.
+ */
+bool
+ac_load_config(Oid relation, AcTableConfig *cfg, MemoryContext mcxt)
+{
+	char	   *sql;
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum	   *elems;
+	int			nelems;
+	Datum		d;
+	MemoryContext oldcxt;
+	int			i;
+
+	sql = psprintf("SELECT current_table, archive_table, cluster_by, age_column,"
+				   " hot_window, batch_rows FROM %s"
+				   " WHERE relation OPERATOR(pg_catalog.=) $1",
+				   ac_extension_object("archive_cluster_config"));
+	values[0] = ObjectIdGetDatum(relation);
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read archive_cluster_config");
+	if (SPI_processed == 0)
+		return false;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	oldcxt = MemoryContextSwitchTo(mcxt);
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->relation = relation;
+	cfg->current = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	cfg->archive = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &elems, NULL, &nelems);
+	if (nelems < 1 || nelems > AC_MAX_CLUSTER_COLS)
+		elog(ERROR, "invalid cluster_by in archive_cluster_config");
+	cfg->ncluster = nelems;
+	for (i = 0; i < nelems; i++)
+		cfg->cluster_by[i] = pstrdup(NameStr(*DatumGetName(elems[i])));
+
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	cfg->age_column = pstrdup(NameStr(*DatumGetName(d)));
+	d = SPI_getbinval(tup, desc, 5, &isnull);
+	cfg->hot_window = *DatumGetIntervalP(d);
+	d = SPI_getbinval(tup, desc, 6, &isnull);
+	cfg->batch_rows = isnull ? 0 : DatumGetInt64(d);
+
+	MemoryContextSwitchTo(oldcxt);
+	return true;
+}
+
+/* OIDs of all registered views, in registration order. */
+List *
+ac_registered_relations(void)
+{
+	List	   *result = NIL;
+	char	   *sql;
+	uint64		i;
+
+	sql = psprintf("SELECT relation FROM %s ORDER BY registered_at, relation::pg_catalog.oid",
+				   ac_extension_object("archive_cluster_config"));
+	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read archive_cluster_config");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		result = lappend_oid(result,
+							 DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															SPI_tuptable->tupdesc,
+															1, &isnull)));
+	}
+	return result;
+}
+
+/*
+ * If relid is a registered view, or the current or archive table of one,
+ * return the view's OID; else InvalidOid.
+ */
+Oid
+ac_registered_view_of(Oid relid)
+{
+	char	   *sql;
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	bool		isnull;
+
+	sql = psprintf("SELECT relation FROM %s WHERE $1 OPERATOR(pg_catalog.=) relation"
+				   " OR $1 OPERATOR(pg_catalog.=) current_table"
+				   " OR $1 OPERATOR(pg_catalog.=) archive_table",
+				   ac_extension_object("archive_cluster_config"));
+	values[0] = ObjectIdGetDatum(relid);
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read archive_cluster_config");
+	if (SPI_processed == 0)
+		return InvalidOid;
+	return DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* Record one run in archive_cluster_run_log. */
+void
+ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
+		   int64 rows, int batches, const char *started_by, Oid run_as,
+		   const char *error)
+{
+	char	   *sql;
+	Oid			argtypes[9] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9] = "         ";
+	NameData	runas;
+	char	   *relname = get_rel_name(relation);
+
+	sql = psprintf("INSERT INTO %s (relation, relation_name, started_at, finished_at,"
+				   " rows_moved, batches, started_by, run_as, error)"
+				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+				   ac_extension_object("archive_cluster_run_log"));
+	values[0] = ObjectIdGetDatum(relation);
+	values[1] = CStringGetTextDatum(relname ? ac_qualified_name(relation) : "?");
+	values[2] = TimestampTzGetDatum(started);
+	values[3] = TimestampTzGetDatum(finished);
+	values[4] = Int64GetDatum(rows);
+	values[5] = Int32GetDatum(batches);
+	values[6] = CStringGetTextDatum(started_by);
+	namestrcpy(&runas, GetUserNameFromId(run_as, false));
+	values[7] = NameGetDatum(&runas);
+	if (error)
+		values[8] = CStringGetTextDatum(error);
+	else
+		nulls[8] = 'n';
+
+	ac_exec_as_extension_owner(sql, 9, argtypes, values, nulls, SPI_OK_INSERT);
+}

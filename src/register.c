@@ -1,0 +1,674 @@
+/*-------------------------------------------------------------------------
+ *
+ * register.c
+ *		archive_cluster_register() and archive_cluster_unregister(): turn a
+ *		table into the view <t> over <t>_current (the original table, renamed
+ *		in place) and <t>_archive, and back.
+ *
+ *		Registering copies no rows: it takes one short ACCESS EXCLUSIVE lock
+ *		(with lock_timeout and retries), renames the table, creates the empty
+ *		archive with the same columns, defaults, constraints and indexes, the
+ *		view with the same column order, defaults and grants, and the view's
+ *		INSTEAD OF trigger.  The DDL runs as the table's owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "commands/tablespace.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "access/stratnum.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "archive_cluster.h"
+#include "compat.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_register);
+PG_FUNCTION_INFO_V1(archive_cluster_unregister);
+
+static void
+ac_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
+}
+
+/*
+ * Find the row identity of rel: its primary key, or else its first unique,
+ * immediate, non-partial btree index on plain NOT NULL columns.  Fills
+ * keys[] (attribute numbers) and eqops[] (equality operators) and returns
+ * the number of key columns, or 0 when there is none.
+ */
+int
+ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Oid			pk = rel->rd_pkindex;
+	List	   *candidates = NIL;
+	ListCell   *lc;
+	int			result = 0;
+
+	if (OidIsValid(pk))
+		candidates = lappend_oid(candidates, pk);
+	foreach(lc, indexes)
+		if (lfirst_oid(lc) != pk)
+			candidates = lappend_oid(candidates, lfirst_oid(lc));
+
+	foreach(lc, candidates)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index ix = idx->rd_index;
+		bool		ok;
+		int			i;
+
+		ok = ix->indisunique && ix->indimmediate && ix->indisvalid &&
+			ix->indislive && idx->rd_rel->relam == BTREE_AM_OID &&
+			ix->indnkeyatts <= INDEX_MAX_KEYS &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL);
+
+		for (i = 0; ok && i < ix->indnkeyatts; i++)
+		{
+			AttrNumber	attnum = ix->indkey.values[i];
+
+			if (attnum <= 0 ||
+				!TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attnotnull)
+				ok = false;
+			else
+			{
+				keys[i] = attnum;
+				eqops[i] = get_opfamily_member(idx->rd_opfamily[i],
+											   idx->rd_opcintype[i],
+											   idx->rd_opcintype[i],
+											   BTEqualStrategyNumber);
+				if (!OidIsValid(eqops[i]))
+					ok = false;
+			}
+		}
+		if (ok)
+			result = ix->indnkeyatts;
+		index_close(idx, AccessShareLock);
+		if (result > 0)
+			break;
+	}
+	return result;
+}
+
+/* Error out unless the named column can serve as a cluster or age column. */
+static AttrNumber
+ac_check_column(Relation rel, const char *colname, const char *role)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), colname);
+	Form_pg_attribute att;
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						colname, RelationGetRelationName(rel)),
+				 errhint("Column names in %s are taken exactly as stored: case-sensitive and unquoted.",
+						 role)));
+	if (attnum < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use system column \"%s\" in %s", colname, role)));
+	att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	if (!att->attnotnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of relation \"%s\" must be NOT NULL",
+						colname, RelationGetRelationName(rel)),
+				 errhint("Add the constraint with ALTER TABLE ... ALTER COLUMN ... SET NOT NULL.")));
+	return attnum;
+}
+
+/* Every requirement on the table itself; rel is locked ACCESS EXCLUSIVE. */
+static void
+ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_column)
+{
+	Oid			relid = RelationGetRelid(rel);
+	const char *relname = RelationGetRelationName(rel);
+	AttrNumber	keys[INDEX_MAX_KEYS];
+	Oid			eqops[INDEX_MAX_KEYS];
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	Oid			agetype;
+	int			i;
+
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register partitioned table \"%s\"", relname),
+				 errhint("Only plain tables can be registered.")));
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", relname),
+				 errhint("Only plain tables can be registered.")));
+	if (rel->rd_rel->relispartition)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register partition \"%s\"", relname),
+				 errhint("Only plain tables can be registered.")));
+	if (IsSystemRelation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register system table \"%s\"", relname)));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register temporary table \"%s\"", relname),
+				 errhint("Only permanent tables can be registered.")));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register unlogged table \"%s\"", relname),
+				 errhint("Make it permanent first with ALTER TABLE ... SET LOGGED.")));
+	if (OidIsValid(rel->rd_rel->reloftype))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register typed table \"%s\"", relname)));
+	if (has_superclass(relid) || has_subclass(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register table \"%s\" because it takes part in inheritance",
+						relname),
+				 errhint("Only tables without parents or children can be registered.")));
+	if (rel->rd_rel->relhasrules)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register table \"%s\" because it has rules", relname),
+				 errhint("Drop the rules first.")));
+	if (rel->rd_rel->relrowsecurity)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot register table \"%s\" because row-level security is enabled",
+						relname)));
+
+	for (i = 0; i < ncluster; i++)
+	{
+		AttrNumber	attnum = ac_check_column(rel, cluster_by[i], "cluster_by");
+		Oid			typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+
+		if (!OidIsValid(lookup_type_cache(typid, TYPECACHE_LT_OPR)->lt_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("column \"%s\" of type %s has no default btree ordering",
+							cluster_by[i], format_type_be(typid)),
+					 errhint("cluster_by columns must be of types that can be sorted, such as integer, text or uuid.")));
+	}
+
+	agetype = getBaseType(TupleDescAttr(RelationGetDescr(rel),
+										ac_check_column(rel, age_column, "age_column") - 1)->atttypid);
+	if (agetype != TIMESTAMPOID && agetype != TIMESTAMPTZOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("age column \"%s\" must be of type timestamp or timestamptz",
+						age_column),
+				 errdetail("It is of type %s.", format_type_be(agetype))));
+
+	if (ac_identity_key(rel, keys, eqops) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no primary key or NOT NULL unique index", relname),
+				 errhint("UPDATE and DELETE through the view find rows by such a key; add a primary key.")));
+
+	values[0] = ObjectIdGetDatum(relid);
+	if (SPI_execute_with_args("SELECT c.conname::pg_catalog.text, c.conrelid::pg_catalog.regclass::pg_catalog.text"
+							  " FROM pg_catalog.pg_constraint c"
+							  " WHERE c.contype OPERATOR(pg_catalog.=) 'f'"
+							  " AND c.confrelid OPERATOR(pg_catalog.=) $1"
+							  " ORDER BY 1 LIMIT 1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_constraint");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot register table \"%s\" because foreign key \"%s\" on %s references it",
+						relname,
+						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
+				 errhint("A foreign key cannot reference a view; drop the foreign key first.")));
+
+	if (SPI_execute_with_args("SELECT CASE WHEN d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
+							  " THEN 'view ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::pg_catalog.text"
+							  " ELSE pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) END"
+							  " FROM pg_catalog.pg_depend d"
+							  " LEFT JOIN pg_catalog.pg_rewrite r ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
+							  "  AND r.oid OPERATOR(pg_catalog.=) d.objid"
+							  " WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+							  " AND d.refobjid OPERATOR(pg_catalog.=) $1"
+							  " AND d.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_rewrite'::pg_catalog.regclass,"
+							  "  'pg_catalog.pg_proc'::pg_catalog.regclass]::pg_catalog.oid[])"
+							  " AND r.ev_class IS DISTINCT FROM $1"
+							  " ORDER BY 1 LIMIT 1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_depend");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot register table \"%s\" because other objects depend on it",
+						relname),
+				 errdetail("%s depends on table %s.",
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+						   relname),
+				 errhint("Drop the dependent objects, register the table, then create them again on the view.")));
+}
+
+/* name || suffix, checked for length and for collisions in namespace nsp */
+static char *
+ac_derived_name(const char *relname, const char *suffix, Oid nsp)
+{
+	char	   *name = psprintf("%s%s", relname, suffix);
+
+	if (strlen(name) > NAMEDATALEN - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("name \"%s\" would be longer than %d bytes", name, NAMEDATALEN - 1),
+				 errhint("Rename the table to a shorter name before registering it.")));
+	if (OidIsValid(get_relname_relid(name, nsp)) ||
+		SearchSysCacheExists2(TYPENAMENSP, CStringGetDatum(name), ObjectIdGetDatum(nsp)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists", name),
+				 errhint("archive_cluster needs the name for the table's %s part; rename or drop the existing object.",
+						 suffix + 1)));
+	return name;
+}
+
+/* Comma-separated quoted names of the non-dropped columns of rel. */
+static char *
+ac_column_list(Relation rel, bool skip_generated)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || (skip_generated && att->attgenerated))
+			continue;
+		if (buf.len > 0)
+			appendStringInfoString(&buf, ", ");
+		appendStringInfoString(&buf, quote_identifier(NameStr(att->attname)));
+	}
+	return buf.data;
+}
+
+/* Run a query whose rows are statements, then run each statement. */
+static void
+ac_exec_generated(const char *query, Oid arg)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	List	   *stmts = NIL;
+	ListCell   *lc;
+	uint64		i;
+
+	values[0] = ObjectIdGetDatum(arg);
+	if (SPI_execute_with_args(query, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not run \"%s\"", query);
+	for (i = 0; i < SPI_processed; i++)
+		stmts = lappend(stmts, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	foreach(lc, stmts)
+		ac_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY);
+}
+
+/* Copy the table- and column-level grants of "from" onto "to". */
+static void
+ac_copy_grants(Oid from, const char *to)
+{
+	char	   *q;
+
+	q = psprintf("SELECT 'GRANT ' OPERATOR(pg_catalog.||) x.privilege_type"
+				 " OPERATOR(pg_catalog.||) ' ON %s TO '"
+				 " OPERATOR(pg_catalog.||) CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'"
+				 "  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END"
+				 " OPERATOR(pg_catalog.||) CASE WHEN x.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END"
+				 " FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) x"
+				 " WHERE c.oid OPERATOR(pg_catalog.=) $1 AND x.grantee OPERATOR(pg_catalog.<>) c.relowner",
+				 to);
+	ac_exec_generated(q, from);
+
+	q = psprintf("SELECT 'GRANT ' OPERATOR(pg_catalog.||) x.privilege_type"
+				 " OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname)"
+				 " OPERATOR(pg_catalog.||) ') ON %s TO '"
+				 " OPERATOR(pg_catalog.||) CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'"
+				 "  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END"
+				 " OPERATOR(pg_catalog.||) CASE WHEN x.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END"
+				 " FROM pg_catalog.pg_attribute a, pg_catalog.aclexplode(a.attacl) x"
+				 " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
+				 " AND NOT a.attisdropped",
+				 to);
+	ac_exec_generated(q, from);
+}
+
+Datum
+archive_cluster_register(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			ncluster;
+	char	   *cluster_by[AC_MAX_CLUSTER_COLS];
+	char	   *age_column;
+	Interval   *hot_window;
+	Interval	zero;
+	int64		batch_rows = 0;
+	int			timeout_ms;
+	int			retries;
+	Relation	rel;
+	Oid			nsp;
+	char	   *relname;
+	char	   *nspname;
+	char	   *curname;
+	char	   *arcname;
+	char	   *qrel;
+	char	   *qcur;
+	char	   *qarc;
+	char	   *cols;
+	char	   *sql;
+	Oid			tablespace;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	Oid			viewid;
+	int			i,
+				j;
+
+	ac_require_arg(fcinfo, 0, "relation");
+	ac_require_arg(fcinfo, 1, "cluster_by");
+	ac_require_arg(fcinfo, 2, "age_column");
+	ac_require_arg(fcinfo, 3, "hot_window");
+	ac_require_arg(fcinfo, 5, "lock_timeout");
+	ac_require_arg(fcinfo, 6, "lock_retries");
+
+	relid = PG_GETARG_OID(0);
+
+	arr = PG_GETARG_ARRAYTYPE_P(1);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cluster_by must be a one-dimensional array")));
+	deconstruct_array(arr, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+					  &elems, &elemnulls, &ncluster);
+	if (ncluster < 1 || ncluster > AC_MAX_CLUSTER_COLS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cluster_by must name between 1 and %d columns", AC_MAX_CLUSTER_COLS)));
+	for (i = 0; i < ncluster; i++)
+	{
+		if (elemnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("cluster_by must not contain NULL")));
+		cluster_by[i] = pstrdup(NameStr(*DatumGetName(elems[i])));
+		for (j = 0; j < i; j++)
+			if (strcmp(cluster_by[i], cluster_by[j]) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("column \"%s\" appears twice in cluster_by", cluster_by[i])));
+	}
+	age_column = pstrdup(NameStr(*PG_GETARG_NAME(2)));
+
+	hot_window = PG_GETARG_INTERVAL_P(3);
+	memset(&zero, 0, sizeof(zero));
+	if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(hot_window),
+										  IntervalPGetDatum(&zero))) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hot_window must not be negative")));
+
+	if (!PG_ARGISNULL(4))
+	{
+		batch_rows = PG_GETARG_INT64(4);
+		if (batch_rows < 1 || batch_rows > AC_MAX_BATCH_ROWS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch_rows must be between 1 and " INT64_FORMAT, AC_MAX_BATCH_ROWS),
+					 errhint("Pass NULL to size batches from the table's statistics.")));
+	}
+	timeout_ms = ac_interval_ms(PG_GETARG_INTERVAL_P(5), "lock_timeout");
+	retries = PG_GETARG_INT32(6);
+	if (retries < 0 || retries > 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_retries must be between 0 and 1000")));
+
+	SPI_connect();
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	viewid = ac_registered_view_of(relid);
+	if (OidIsValid(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("relation \"%s\" is already registered with archive_cluster",
+						get_rel_name(relid)),
+				 viewid != relid ?
+				 errdetail("It belongs to the registered table %s.", get_rel_name(viewid)) : 0));
+	ac_check_owner(relid);
+
+	ac_lock_with_retries(relid, timeout_ms, retries);
+
+	rel = table_open(relid, NoLock);
+	ac_check_table(rel, cluster_by, ncluster, age_column);
+	relname = pstrdup(RelationGetRelationName(rel));
+	nsp = RelationGetNamespace(rel);
+	nspname = get_namespace_name(nsp);
+	tablespace = rel->rd_rel->reltablespace;
+	curname = ac_derived_name(relname, "_current", nsp);
+	arcname = ac_derived_name(relname, "_archive", nsp);
+	cols = ac_column_list(rel, false);
+	table_close(rel, NoLock);
+
+	qrel = quote_qualified_identifier(nspname, relname);
+	qcur = quote_qualified_identifier(nspname, curname);
+	qarc = quote_qualified_identifier(nspname, arcname);
+
+	ac_switch_to_owner(relid, &save_userid, &save_sec_context, &save_nestlevel);
+
+	ac_spi_exec(psprintf("ALTER TABLE %s RENAME TO %s", qrel, quote_identifier(curname)),
+				SPI_OK_UTILITY);
+	sql = psprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS"
+				   " INCLUDING INDEXES INCLUDING STORAGE INCLUDING COMPRESSION"
+				   " INCLUDING GENERATED INCLUDING STATISTICS INCLUDING COMMENTS)%s%s",
+				   qarc, qcur,
+				   OidIsValid(tablespace) ? " TABLESPACE " : "",
+				   OidIsValid(tablespace) ? quote_identifier(get_tablespace_name(tablespace)) : "");
+	ac_spi_exec(sql, SPI_OK_UTILITY);
+
+	/* outgoing foreign keys hold for archived rows too */
+	ac_exec_generated(psprintf("SELECT 'ALTER TABLE %s ADD CONSTRAINT '"
+							   " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.conname)"
+							   " OPERATOR(pg_catalog.||) ' '"
+							   " OPERATOR(pg_catalog.||) pg_catalog.pg_get_constraintdef(c.oid)"
+							   " FROM pg_catalog.pg_constraint c"
+							   " WHERE c.conrelid OPERATOR(pg_catalog.=) $1"
+							   " AND c.contype OPERATOR(pg_catalog.=) 'f' ORDER BY c.conname",
+							   qarc),
+					  relid);
+
+	ac_spi_exec(psprintf("CREATE VIEW %s AS SELECT %s FROM %s UNION ALL SELECT %s FROM %s",
+						 qrel, cols, qcur, cols, qarc),
+				SPI_OK_UTILITY);
+
+	/* defaults, so that INSERT through the view fills omitted columns */
+	ac_exec_generated(psprintf("SELECT 'ALTER VIEW %s ALTER COLUMN '"
+							   " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname)"
+							   " OPERATOR(pg_catalog.||) ' SET DEFAULT '"
+							   " OPERATOR(pg_catalog.||) CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) ''"
+							   "  THEN 'pg_catalog.nextval(' OPERATOR(pg_catalog.||)"
+							   "   pg_catalog.quote_literal(pg_catalog.pg_get_serial_sequence(%s, a.attname))"
+							   "   OPERATOR(pg_catalog.||) '::pg_catalog.regclass)'"
+							   "  ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END"
+							   " FROM pg_catalog.pg_attribute a"
+							   " LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid"
+							   "  AND d.adnum OPERATOR(pg_catalog.=) a.attnum"
+							   " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
+							   " AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
+							   " AND (a.attidentity OPERATOR(pg_catalog.<>) '' OR d.adbin IS NOT NULL)"
+							   " ORDER BY a.attnum",
+							   qrel, quote_literal_cstr(qcur)),
+					  relid);
+
+	ac_copy_grants(relid, qrel);
+	ac_copy_grants(relid, qarc);
+
+	ac_spi_exec(psprintf("CREATE TRIGGER archive_cluster_dml INSTEAD OF INSERT OR UPDATE OR DELETE"
+						 " ON %s FOR EACH ROW EXECUTE FUNCTION %s()",
+						 qrel, ac_extension_object("archive_cluster_view_trigger")),
+				SPI_OK_UTILITY);
+
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+
+	/* record the configuration */
+	{
+		Oid			argtypes[7] = {REGCLASSOID, REGCLASSOID, REGCLASSOID, NAMEARRAYOID,
+		NAMEOID, INTERVALOID, INT8OID};
+		Datum		values[7];
+		char		nulls[7] = "       ";
+		NameData	age;
+
+		values[0] = ObjectIdGetDatum(get_relname_relid(relname, nsp));
+		values[1] = ObjectIdGetDatum(relid);
+		values[2] = ObjectIdGetDatum(get_relname_relid(arcname, nsp));
+		values[3] = PointerGetDatum(arr);
+		namestrcpy(&age, age_column);
+		values[4] = NameGetDatum(&age);
+		values[5] = IntervalPGetDatum(hot_window);
+		values[6] = Int64GetDatum(batch_rows);
+		if (batch_rows == 0)
+			nulls[6] = 'n';
+		ac_exec_as_extension_owner(psprintf("INSERT INTO %s (relation, current_table, archive_table,"
+											" cluster_by, age_column, hot_window, batch_rows)"
+											" VALUES ($1, $2, $3, $4, $5, $6, $7)",
+											ac_extension_object("archive_cluster_config")),
+								   7, argtypes, values, nulls, SPI_OK_INSERT);
+	}
+
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+archive_cluster_unregister(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	AcTableConfig cfg;
+	int			timeout_ms;
+	int			retries;
+	Relation	cur;
+	char	   *relname;
+	char	   *qrel;
+	char	   *qcur;
+	char	   *qarc;
+	char	   *cols;
+	bool		has_always_identity = false;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	uint64		moved;
+	int			i;
+
+	ac_require_arg(fcinfo, 0, "relation");
+	ac_require_arg(fcinfo, 1, "lock_timeout");
+	ac_require_arg(fcinfo, 2, "lock_retries");
+	relid = PG_GETARG_OID(0);
+	timeout_ms = ac_interval_ms(PG_GETARG_INTERVAL_P(1), "lock_timeout");
+	retries = PG_GETARG_INT32(2);
+	if (retries < 0 || retries > 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_retries must be between 0 and 1000")));
+
+	SPI_connect();
+
+	if (!ac_load_config(relid, &cfg, CurrentMemoryContext))
+	{
+		Oid			viewid = ac_registered_view_of(relid);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not registered with archive_cluster",
+						get_rel_name(relid)),
+				 OidIsValid(viewid) ?
+				 errhint("Pass the registered view %s instead.", get_rel_name(viewid)) : 0));
+	}
+	ac_check_owner(relid);
+	ac_check_owner(cfg.current);
+	ac_check_owner(cfg.archive);
+
+	ac_lock_with_retries(relid, timeout_ms, retries);
+	ac_lock_with_retries(cfg.current, timeout_ms, retries);
+	ac_lock_with_retries(cfg.archive, timeout_ms, retries);
+
+	relname = pstrdup(get_rel_name(relid));
+	qrel = ac_qualified_name(relid);
+	qcur = ac_qualified_name(cfg.current);
+	qarc = ac_qualified_name(cfg.archive);
+
+	cur = table_open(cfg.current, NoLock);
+	cols = ac_column_list(cur, true);
+	for (i = 0; i < RelationGetDescr(cur)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(cur), i);
+
+		if (!att->attisdropped && att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
+			has_always_identity = true;
+	}
+	table_close(cur, NoLock);
+
+	ac_switch_to_owner(cfg.current, &save_userid, &save_sec_context, &save_nestlevel);
+	ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
+						 qcur, cols,
+						 has_always_identity ? " OVERRIDING SYSTEM VALUE" : "",
+						 cols, qarc),
+				SPI_OK_INSERT);
+	moved = SPI_processed;
+	ac_spi_exec(psprintf("DROP VIEW %s", qrel), SPI_OK_UTILITY);
+	ac_spi_exec(psprintf("DROP TABLE %s", qarc), SPI_OK_UTILITY);
+	ac_spi_exec(psprintf("ALTER TABLE %s RENAME TO %s", qcur, quote_identifier(relname)),
+				SPI_OK_UTILITY);
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+
+	{
+		Oid			argtypes[1] = {OIDOID};
+		Datum		values[1];
+
+		values[0] = ObjectIdGetDatum(relid);
+		ac_exec_as_extension_owner(psprintf("DELETE FROM %s WHERE relation::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+											ac_extension_object("archive_cluster_config")),
+								   1, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+
+	SPI_finish();
+	PG_RETURN_INT64((int64) moved);
+}

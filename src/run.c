@@ -1,0 +1,707 @@
+/*-------------------------------------------------------------------------
+ *
+ * run.c
+ *		archive_cluster_run(): move the immutable tail of <t>_current (rows
+ *		older than the hot window) into <t>_archive, sorted by the cluster
+ *		key, and the batch threshold that decides when a table is due.
+ *
+ *		The mover works on the table access method directly:
+ *		1. scan <t>_current and collect the TIDs of eligible rows, one batch
+ *		   at a time (the threshold: distinct keys x rows per page);
+ *		2. delete each of them without waiting; a row that is being changed
+ *		   or was changed since the scan's snapshot is left for a later run,
+ *		   and only rows actually deleted go on;
+ *		3. sort those rows by the cluster key (tuplesort);
+ *		4. append them to <t>_archive with multi-inserts, then insert their
+ *		   index entries.
+ *		All of it happens in the caller's transaction, so it commits or
+ *		rolls back as a whole: a row is in exactly one of the two tables.
+ *		Locks: ROW EXCLUSIVE on both tables, plus a transaction-level
+ *		advisory lock per registered table so that runs never overlap.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/tupconvert.h"
+#include "access/xact.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplesort.h"
+#include "utils/typcache.h"
+
+#include "archive_cluster.h"
+#include "compat.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_run);
+PG_FUNCTION_INFO_V1(archive_cluster_table_state);
+
+/* first key of the advisory lock taken per registered table: 'ACRU' */
+#define AC_RUN_LOCK_KEY 0x41435255
+
+/* rows handed to table_multi_insert() at a time */
+#define AC_MULTI_INSERT 1000
+
+/* Statistics of one column: distinct values and average width. */
+static bool
+ac_column_stats(Oid relid, AttrNumber attnum, double reltuples,
+				double *ndistinct, int32 *width)
+{
+	HeapTuple	tup;
+	Form_pg_statistic st;
+
+	tup = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(relid),
+						  Int16GetDatum(attnum), BoolGetDatum(false));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	st = (Form_pg_statistic) GETSTRUCT(tup);
+	if (ndistinct)
+		*ndistinct = st->stadistinct >= 0 ? st->stadistinct :
+			-st->stadistinct * Max(reltuples, 0);
+	if (width)
+		*width = st->stawidth;
+	ReleaseSysCache(tup);
+	return true;
+}
+
+static double
+ac_reltuples(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	double		result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	result = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * Rows of average width that fit on a heap page, from the statistics of
+ * every column of relid; < 0 when a column has no statistics.
+ */
+static double
+ac_rows_per_page(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	Size		width = 0;
+	Size		rowbytes;
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		int32		w;
+
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		if (!ac_column_stats(relid, i + 1, 0, NULL, &w))
+		{
+			table_close(rel, AccessShareLock);
+			return -1;
+		}
+		width += w;
+	}
+	table_close(rel, AccessShareLock);
+
+	rowbytes = MAXALIGN(SizeofHeapTupleHeader + width) + sizeof(ItemIdData);
+	return floor((double) (BLCKSZ - SizeOfPageHeaderData) / rowbytes);
+}
+
+/*
+ * The batch size: batch_rows when set, else distinct values of the leading
+ * cluster column x rows per page (the seed's rule: one page per key and
+ * batch), from the statistics of the current and archive tables.
+ */
+void
+ac_compute_threshold(AcTableConfig *cfg, AcThreshold *th)
+{
+	double		nd = -1;
+	int			t;
+
+	th->distinct_keys = -1;
+	th->rows_per_page = -1;
+	for (t = 0; t < 2; t++)
+	{
+		Oid			relid = t == 0 ? cfg->current : cfg->archive;
+		AttrNumber	attnum = get_attnum(relid, cfg->cluster_by[0]);
+		double		d;
+		double		rpp;
+
+		if (attnum > 0 &&
+			ac_column_stats(relid, attnum, ac_reltuples(relid), &d, NULL) &&
+			d > th->distinct_keys)
+			th->distinct_keys = d;
+		if (th->rows_per_page < 0 && (rpp = ac_rows_per_page(relid)) > 0)
+			th->rows_per_page = rpp;
+	}
+	nd = th->distinct_keys;
+
+	if (cfg->batch_rows > 0)
+	{
+		th->rows = cfg->batch_rows;
+		th->source = "batch_rows";
+	}
+	else if (nd > 0 && th->rows_per_page > 0)
+	{
+		th->rows = (int64) Min(ceil(nd * th->rows_per_page), (double) AC_MAX_BATCH_ROWS);
+		th->source = "statistics";
+	}
+	else
+	{
+		th->rows = AC_DEFAULT_THRESHOLD;
+		th->source = "default";
+	}
+}
+
+/* now() - hot_window */
+TimestampTz
+ac_cutoff(AcTableConfig *cfg)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+												   TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+												   IntervalPGetDatum(&cfg->hot_window)));
+}
+
+/* the cutoff as a value of the age column's type */
+static int64
+ac_cutoff_for_type(AcTableConfig *cfg, Oid agetype)
+{
+	TimestampTz cutoff = ac_cutoff(cfg);
+
+	if (getBaseType(agetype) == TIMESTAMPOID)
+		return DatumGetTimestamp(DirectFunctionCall1(timestamptz_timestamp,
+													 TimestampTzGetDatum(cutoff)));
+	return cutoff;
+}
+
+/*
+ * Estimated rows of <t>_current older than the cutoff, from the histogram
+ * of the age column; -1 when there are no statistics.
+ */
+static int64
+ac_eligible_estimate(AcTableConfig *cfg)
+{
+	AttrNumber	attnum = get_attnum(cfg->current, cfg->age_column);
+	double		reltuples = ac_reltuples(cfg->current);
+	HeapTuple	tup;
+	AttStatsSlot sslot;
+	Oid			agetype;
+	int64		cutoff;
+	double		frac;
+	int			below = 0;
+	int			i;
+
+	if (attnum <= 0 || reltuples < 0)
+		return -1;
+	agetype = get_atttype(cfg->current, attnum);
+	tup = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(cfg->current),
+						  Int16GetDatum(attnum), BoolGetDatum(false));
+	if (!HeapTupleIsValid(tup))
+		return -1;
+	if (!get_attstatsslot(&sslot, tup, STATISTIC_KIND_HISTOGRAM, InvalidOid,
+						  ATTSTATSSLOT_VALUES) || sslot.nvalues < 2)
+	{
+		ReleaseSysCache(tup);
+		return -1;
+	}
+	cutoff = ac_cutoff_for_type(cfg, agetype);
+	for (i = 0; i < sslot.nvalues; i++)
+		if (DatumGetInt64(sslot.values[i]) < cutoff)
+			below++;
+	frac = below == 0 ? 0 : (double) (below - 1) / (sslot.nvalues - 1);
+	if (below == sslot.nvalues)
+		frac = 1;
+	free_attstatsslot(&sslot);
+	ReleaseSysCache(tup);
+	return (int64) (frac * reltuples);
+}
+
+/* Try to take the per-table run lock for this transaction. */
+static bool
+ac_try_run_lock(Oid relation)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_RUN_LOCK_KEY, relation, 2);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* State of one run of the mover over one table. */
+typedef struct AcMover
+{
+	Relation	cur;
+	Relation	arc;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleConversionMap *map;
+	BulkInsertState bistate;
+	TupleTableSlot *fetchslot;
+	TupleTableSlot *sortslot;
+	TupleTableSlot *slots[AC_MULTI_INSERT];
+	int			nslots;
+	int			nkeys;
+	AttrNumber	sortcols[AC_MAX_CLUSTER_COLS];
+	Oid			sortops[AC_MAX_CLUSTER_COLS];
+	Oid			sortcolls[AC_MAX_CLUSTER_COLS];
+	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
+	CommandId	cid;
+} AcMover;
+
+/* Append the buffered slots to the archive, then their index entries. */
+static void
+ac_flush(AcMover *m)
+{
+	int			i;
+
+	if (m->nslots == 0)
+		return;
+	/*
+	 * Skip the free space map: reusing holes left in earlier pages would put
+	 * rows of later keys among those of earlier ones.  Always append.
+	 */
+	table_multi_insert(m->arc, m->slots, m->nslots, m->cid,
+					   TABLE_INSERT_SKIP_FSM, m->bistate);
+	for (i = 0; i < m->nslots; i++)
+	{
+		List	   *recheck;
+
+		if (m->rri->ri_NumIndices > 0)
+		{
+			recheck = ac_insert_index_tuples(m->rri, m->slots[i], m->estate);
+			if (recheck != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("deferrable unique constraints on \"%s\" are not supported",
+								RelationGetRelationName(m->arc))));
+		}
+		ExecClearTuple(m->slots[i]);
+		ResetPerTupleExprContext(m->estate);
+	}
+	m->nslots = 0;
+}
+
+/*
+ * Delete the collected rows from current, sort the ones deleted, append
+ * them to the archive.  Returns the number of rows moved.
+ */
+static int64
+ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
+{
+	Tuplesortstate *sort;
+	int64		moved = 0;
+	int64		i;
+
+	sort = tuplesort_begin_heap(RelationGetDescr(m->cur), m->nkeys, m->sortcols,
+								m->sortops, m->sortcolls, m->nullsfirst,
+								maintenance_work_mem, NULL, TUPLESORT_NONE);
+
+	for (i = 0; i < ntids; i++)
+	{
+		TM_FailureData tmfd;
+		TM_Result	res;
+
+		CHECK_FOR_INTERRUPTS();
+		res = table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
+								 InvalidSnapshot, false, &tmfd, false);
+		if (res != TM_Ok)
+			continue;			/* changed or locked meanwhile: next run */
+		/* the version we just deleted is still there for us to read */
+		if (!table_tuple_fetch_row_version(m->cur, &tids[i], SnapshotAny, m->fetchslot))
+			elog(ERROR, "could not fetch deleted row (%u,%u)",
+				 ItemPointerGetBlockNumber(&tids[i]), ItemPointerGetOffsetNumber(&tids[i]));
+		tuplesort_puttupleslot(sort, m->fetchslot);
+		ExecClearTuple(m->fetchslot);
+		moved++;
+	}
+
+	tuplesort_performsort(sort);
+	while (tuplesort_gettupleslot(sort, true, false, m->sortslot, NULL))
+	{
+		TupleTableSlot *dst = m->slots[m->nslots];
+
+		CHECK_FOR_INTERRUPTS();
+		if (m->map)
+			execute_attr_map_slot(m->map->attrMap, m->sortslot, dst);
+		else
+			ExecCopySlot(dst, m->sortslot);
+		if (++m->nslots == AC_MULTI_INSERT)
+			ac_flush(m);
+	}
+	ac_flush(m);
+	tuplesort_end(sort);
+	CommandCounterIncrement();
+	return moved;
+}
+
+/*
+ * Move the eligible rows of one registered table, sorted together, in
+ * batches of at most archive_cluster.max_batch_rows rows.  The table is due
+ * when at least "threshold" rows are eligible; with force, any eligible rows
+ * are moved.  Stops after max_batches batches (0: no limit).
+ */
+static int64
+ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
+		int *nbatches)
+{
+	AcMover		m;
+	Snapshot	snapshot;
+	TableScanDesc scan;
+	TupleTableSlot *scanslot;
+	AttrNumber	ageattno;
+	int64		cutoff;
+	ItemPointerData *tids;
+	int64		ntids = 0;
+	int64		maxtids;
+	int64		batch_rows;
+	int64		moved = 0;
+	int			i;
+
+	memset(&m, 0, sizeof(m));
+	m.cur = table_open(cfg->current, RowExclusiveLock);
+	m.arc = table_open(cfg->archive, RowExclusiveLock);
+	m.cid = GetCurrentCommandId(true);
+
+	ageattno = get_attnum(cfg->current, cfg->age_column);
+	if (ageattno <= 0)
+		elog(ERROR, "age column \"%s\" not found in %s", cfg->age_column,
+			 RelationGetRelationName(m.cur));
+	cutoff = ac_cutoff_for_type(cfg, TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);
+
+	m.nkeys = cfg->ncluster;
+	for (i = 0; i < cfg->ncluster; i++)
+	{
+		AttrNumber	attno = get_attnum(cfg->current, cfg->cluster_by[i]);
+		Form_pg_attribute att;
+
+		if (attno <= 0)
+			elog(ERROR, "cluster column \"%s\" not found in %s", cfg->cluster_by[i],
+				 RelationGetRelationName(m.cur));
+		att = TupleDescAttr(RelationGetDescr(m.cur), attno - 1);
+		m.sortcols[i] = attno;
+		m.sortops[i] = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR)->lt_opr;
+		m.sortcolls[i] = att->attcollation;
+		m.nullsfirst[i] = false;
+	}
+
+	m.map = convert_tuples_by_name(RelationGetDescr(m.cur), RelationGetDescr(m.arc));
+	m.estate = CreateExecutorState();
+	m.rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(m.rri, m.arc, 1, NULL, 0);
+	ExecOpenIndices(m.rri, false);
+	m.bistate = GetBulkInsertState();
+	m.fetchslot = table_slot_create(m.cur, NULL);
+	m.sortslot = MakeSingleTupleTableSlot(RelationGetDescr(m.cur), &TTSOpsMinimalTuple);
+	for (i = 0; i < AC_MULTI_INSERT; i++)
+		m.slots[i] = table_slot_create(m.arc, NULL);
+
+	batch_rows = Max(threshold, (int64) archive_cluster_max_batch_rows);
+	maxtids = Min(batch_rows, 1024 * 1024);
+	tids = palloc_extended(sizeof(ItemPointerData) * maxtids, MCXT_ALLOC_HUGE);
+
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	scan = table_beginscan(m.cur, snapshot, 0, NULL);
+	scanslot = table_slot_create(m.cur, NULL);
+
+	*nbatches = 0;
+	for (;;)
+	{
+		bool		more = table_scan_getnextslot(scan, ForwardScanDirection, scanslot);
+
+		CHECK_FOR_INTERRUPTS();
+		if (more)
+		{
+			bool		isnull;
+			Datum		age = slot_getattr(scanslot, ageattno, &isnull);
+
+			if (isnull || DatumGetInt64(age) >= cutoff)
+				continue;
+			if (ntids == maxtids)
+			{
+				maxtids = Min(batch_rows, maxtids * 2);
+				tids = repalloc_huge(tids, sizeof(ItemPointerData) * maxtids);
+			}
+			tids[ntids++] = scanslot->tts_tid;
+			if (ntids < batch_rows)
+				continue;
+		}
+		if (ntids > 0 && (ntids >= threshold || force))
+		{
+			moved += ac_move_batch(&m, tids, ntids, snapshot);
+			(*nbatches)++;
+		}
+		ntids = 0;
+		if (!more || (max_batches > 0 && *nbatches >= max_batches))
+			break;
+	}
+
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	ExecDropSingleTupleTableSlot(scanslot);
+	ExecDropSingleTupleTableSlot(m.fetchslot);
+	ExecDropSingleTupleTableSlot(m.sortslot);
+	for (i = 0; i < AC_MULTI_INSERT; i++)
+		ExecDropSingleTupleTableSlot(m.slots[i]);
+	FreeBulkInsertState(m.bistate);
+	table_finish_bulk_insert(m.arc, TABLE_INSERT_SKIP_FSM);
+	ExecCloseIndices(m.rri);
+	FreeExecutorState(m.estate);
+	pfree(tids);
+	table_close(m.arc, NoLock);
+	table_close(m.cur, NoLock);
+	return moved;
+}
+
+/* One row of archive_cluster_run()'s result. */
+typedef struct AcRunResult
+{
+	const char *status;
+	int64		rows;
+	int			batches;
+	TimestampTz started;
+	TimestampTz finished;
+} AcRunResult;
+
+/*
+ * Run one registered table: take its run lock, then move its due batches
+ * as the table's owner.  Errors propagate to the caller.
+ */
+static void
+ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
+			 const char *started_by, AcRunResult *res)
+{
+	AcThreshold th;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	Oid			owner;
+
+	res->rows = 0;
+	res->batches = 0;
+	res->started = GetCurrentTimestamp();
+	res->finished = res->started;
+
+	if (!ac_try_run_lock(cfg->relation))
+	{
+		res->status = "skipped: another run in progress";
+		ereport(NOTICE,
+				(errmsg("skipping \"%s\": another archive run is in progress",
+						get_rel_name(cfg->relation))));
+		return;
+	}
+
+	ac_compute_threshold(cfg, &th);
+	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
+	owner = GetUserId();
+	res->rows = ac_move(cfg, th.rows, force, max_batches, &res->batches);
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+	res->finished = GetCurrentTimestamp();
+	res->status = res->batches > 0 ? "archived" : "not due";
+
+	if (res->batches > 0)
+		ac_log_run(cfg->relation, res->started, res->finished, res->rows,
+				   res->batches, started_by, owner, NULL);
+}
+
+static void
+ac_put_result(ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res)
+{
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = res->finished - res->started;
+	values[0] = ObjectIdGetDatum(relation);
+	values[1] = CStringGetTextDatum(res->status);
+	values[2] = Int64GetDatum(res->rows);
+	values[3] = Int32GetDatum(res->batches);
+	values[4] = IntervalPGetDatum(iv);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * archive_cluster_run(relation regclass DEFAULT NULL, force boolean DEFAULT
+ * false, max_batches integer DEFAULT NULL)
+ *
+ * With a relation: run that table (errors are raised).  Without: every
+ * registered table that the caller owns; an error in one table is
+ * reported as a WARNING, recorded, and the others go on.
+ */
+Datum
+archive_cluster_run(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		force;
+	int			max_batches = 0;
+	AcTableConfig cfg;
+	AcRunResult res;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("force must not be NULL")));
+	force = PG_GETARG_BOOL(1);
+	if (!PG_ARGISNULL(2))
+	{
+		max_batches = PG_GETARG_INT32(2);
+		if (max_batches < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_batches must be at least 1"),
+					 errhint("Pass NULL for no limit.")));
+	}
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot run archive_cluster during recovery")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	(void) ac_extension_schema();
+
+	if (!PG_ARGISNULL(0))
+	{
+		Oid			relation = PG_GETARG_OID(0);
+
+		if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
+		{
+			Oid			viewid = ac_registered_view_of(relation);
+
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("relation \"%s\" is not registered with archive_cluster",
+							get_rel_name(relation)),
+					 OidIsValid(viewid) ?
+					 errhint("Pass the registered view %s instead.", get_rel_name(viewid)) :
+					 errhint("Register it first with archive_cluster_register().")));
+		}
+		ac_check_owner(relation);
+		ac_run_table(&cfg, force, max_batches, "manual", &res);
+		ac_put_result(rsinfo, relation, &res);
+	}
+	else
+	{
+		List	   *relations = ac_registered_relations();
+		ListCell   *lc;
+
+		foreach(lc, relations)
+		{
+			Oid			relation = lfirst_oid(lc);
+			MemoryContext oldcxt = CurrentMemoryContext;
+			ResourceOwner oldowner = CurrentResourceOwner;
+
+			if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
+				continue;		/* unregistered meanwhile */
+			if (!ac_class_ownercheck(relation, GetUserId()))
+				continue;
+
+			BeginInternalSubTransaction(NULL);
+			MemoryContextSwitchTo(oldcxt);
+			PG_TRY();
+			{
+				ac_run_table(&cfg, force, max_batches, "manual", &res);
+				ReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(oldcxt);
+				CurrentResourceOwner = oldowner;
+			}
+			PG_CATCH();
+			{
+				ErrorData  *edata;
+
+				MemoryContextSwitchTo(oldcxt);
+				edata = CopyErrorData();
+				FlushErrorState();
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(oldcxt);
+				CurrentResourceOwner = oldowner;
+
+				ereport(WARNING,
+						(errcode(edata->sqlerrcode),
+						 errmsg("archive run of \"%s\" failed: %s",
+								get_rel_name(relation), edata->message)));
+				res.status = psprintf("error: %s", edata->message);
+				res.rows = 0;
+				res.batches = 0;
+				res.finished = GetCurrentTimestamp();
+				ac_log_run(relation, res.started, res.finished, 0, 0, "manual",
+						   GetUserId(), edata->message);
+				FreeErrorData(edata);
+			}
+			PG_END_TRY();
+			ac_put_result(rsinfo, relation, &res);
+		}
+	}
+
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* archive_cluster_table_state(relation regclass): the threshold and estimates */
+Datum
+archive_cluster_table_state(PG_FUNCTION_ARGS)
+{
+	Oid			relation = PG_GETARG_OID(0);
+	AcTableConfig cfg;
+	AcThreshold th;
+	TupleDesc	tupdesc;
+	Datum		values[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
+	double		reltuples;
+	int64		eligible;
+	HeapTuple	result;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	SPI_connect();
+	if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not registered with archive_cluster",
+						get_rel_name(relation))));
+	SPI_finish();
+
+	ac_compute_threshold(&cfg, &th);
+	values[0] = Int64GetDatum(th.rows);
+	values[1] = CStringGetTextDatum(th.source);
+	values[2] = Float8GetDatum(th.distinct_keys);
+	nulls[2] = th.distinct_keys < 0;
+	values[3] = Float8GetDatum(th.rows_per_page);
+	nulls[3] = th.rows_per_page < 0;
+	reltuples = ac_reltuples(cfg.current);
+	values[4] = Int64GetDatum((int64) reltuples);
+	nulls[4] = reltuples < 0;
+	eligible = ac_eligible_estimate(&cfg);
+	values[5] = Int64GetDatum(eligible);
+	nulls[5] = eligible < 0;
+	reltuples = ac_reltuples(cfg.archive);
+	values[6] = Int64GetDatum((int64) reltuples);
+	nulls[6] = reltuples < 0;
+
+	result = heap_form_tuple(tupdesc, values, nulls);
+	PG_RETURN_DATUM(HeapTupleGetDatum(result));
+}

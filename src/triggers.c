@@ -1,0 +1,503 @@
+/*-------------------------------------------------------------------------
+ *
+ * triggers.c
+ *		The INSTEAD OF INSERT / UPDATE / DELETE row trigger of a registered
+ *		view.
+ *
+ *		INSERT goes to <t>_current.  UPDATE and DELETE find the row by its
+ *		identity key in <t>_current, then in <t>_archive, and only touch it if
+ *		it is still exactly the row the statement read through the view
+ *		(binary row comparison, *=).  If the row exists but was changed by a
+ *		concurrent transaction, the statement fails with SQLSTATE 40001, so a
+ *		concurrent update is never silently lost; if a run moved it to the
+ *		archive meanwhile, it is found there.
+ *
+ *		Statements are prepared once per backend and view, and thrown away
+ *		when any of the three relations changes (relcache invalidation).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_operator.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "archive_cluster.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_view_trigger);
+
+/* The statements of one tier (current or archive). */
+typedef struct AcTierPlans
+{
+	SPIPlanPtr	update;			/* $1..$n new values, then key, then old row */
+	SPIPlanPtr	delete;			/* key, then old row */
+	SPIPlanPtr	exists;			/* key */
+} AcTierPlans;
+
+typedef struct AcTriggerEntry
+{
+	Oid			view;			/* hash key */
+	bool		valid;
+	Oid			current;
+	Oid			archive;
+	int			natts;			/* columns of the view */
+	int			nkeys;
+	int			keycols[INDEX_MAX_KEYS];	/* view column index (0-based) */
+	bool		*insertable;	/* per view column: goes into INSERT */
+	bool		*cur_settable;	/* per view column: SET in UPDATE of current */
+	bool		*arc_settable;	/* per view column: SET in UPDATE of archive */
+	bool		*always_identity;	/* per view column */
+	Oid		   *types;
+	int16	   *typlens;
+	bool	   *typbyvals;
+	SPIPlanPtr	insert;
+	AcTierPlans tiers[2];		/* 0 = current, 1 = archive */
+	MemoryContext mcxt;
+} AcTriggerEntry;
+
+static HTAB *ac_trigger_cache = NULL;
+
+static void
+ac_trigger_cache_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	AcTriggerEntry *entry;
+
+	if (ac_trigger_cache == NULL)
+		return;
+	hash_seq_init(&status, ac_trigger_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (relid == InvalidOid || entry->view == relid ||
+			entry->current == relid || entry->archive == relid)
+			entry->valid = false;
+	}
+}
+
+static void
+ac_free_entry(AcTriggerEntry *entry)
+{
+	int			t;
+
+	if (entry->insert)
+		SPI_freeplan(entry->insert);
+	for (t = 0; t < 2; t++)
+	{
+		if (entry->tiers[t].update)
+			SPI_freeplan(entry->tiers[t].update);
+		if (entry->tiers[t].delete)
+			SPI_freeplan(entry->tiers[t].delete);
+		if (entry->tiers[t].exists)
+			SPI_freeplan(entry->tiers[t].exists);
+	}
+	if (entry->mcxt)
+		MemoryContextDelete(entry->mcxt);
+	entry->insert = NULL;
+	memset(entry->tiers, 0, sizeof(entry->tiers));
+	entry->mcxt = NULL;
+}
+
+static SPIPlanPtr
+ac_prepare(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
+}
+
+/* "OPERATOR(schema.name)" for an operator, so no search_path is consulted */
+static char *
+ac_operator_sql(Oid op)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(op));
+	Form_pg_operator form;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", op);
+	form = (Form_pg_operator) GETSTRUCT(tup);
+	result = psprintf("OPERATOR(%s.%s)",
+					  quote_identifier(get_namespace_name(form->oprnamespace)),
+					  NameStr(form->oprname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/* "k1 = $f AND ... [AND ROW(c...) *= ROW($g...)]"; returns the next param */
+static int
+ac_append_match(StringInfo buf, AcTriggerEntry *e, char **names, char **eqsql,
+				int p, bool whole_row)
+{
+	int			i;
+
+	for (i = 0; i < e->nkeys; i++)
+		appendStringInfo(buf, "%s%s %s $%d", i > 0 ? " AND " : "",
+						 names[e->keycols[i]], eqsql[i], p++);
+	if (!whole_row)
+		return p;
+	/* casts keep the parser from comparing the rows column by column */
+	appendStringInfoString(buf, " AND CAST(ROW(");
+	for (i = 0; i < e->natts; i++)
+		appendStringInfo(buf, "%s%s", i > 0 ? ", " : "", names[i]);
+	appendStringInfoString(buf, ") AS pg_catalog.record) OPERATOR(pg_catalog.*=) CAST(ROW(");
+	for (i = 0; i < e->natts; i++)
+	{
+		appendStringInfo(buf, "%s$%d", i > 0 ? ", " : "", p);
+		p++;
+	}
+	appendStringInfoString(buf, ") AS pg_catalog.record)");
+	return p;
+}
+
+/* Prepare the statements of one tier; settable says which columns SET. */
+static void
+ac_prepare_tier(AcTriggerEntry *e, AcTierPlans *tier, const char *qrel,
+				bool *settable, char **names, char **eqsql, const char *returning)
+{
+	StringInfoData buf;
+	Oid		   *argtypes = palloc(sizeof(Oid) * (2 * e->natts + e->nkeys));
+	int			nargs = 0;
+	int			p = 1;
+	int			i;
+
+	/* UPDATE */
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "UPDATE %s SET ", qrel);
+	for (i = 0; i < e->natts; i++)
+	{
+		if (!settable[i])
+			continue;
+		appendStringInfo(&buf, "%s%s = $%d", p > 1 ? ", " : "", names[i], p);
+		p++;
+		argtypes[nargs++] = e->types[i];
+	}
+	if (p == 1)
+		elog(ERROR, "registered view has no updatable column");
+	appendStringInfoString(&buf, " WHERE ");
+	ac_append_match(&buf, e, names, eqsql, p, true);
+	for (i = 0; i < e->nkeys; i++)
+		argtypes[nargs++] = e->types[e->keycols[i]];
+	for (i = 0; i < e->natts; i++)
+		argtypes[nargs++] = e->types[i];
+	appendStringInfo(&buf, " RETURNING %s", returning);
+	tier->update = ac_prepare(buf.data, nargs, argtypes);
+
+	/* DELETE */
+	resetStringInfo(&buf);
+	appendStringInfo(&buf, "DELETE FROM %s WHERE ", qrel);
+	ac_append_match(&buf, e, names, eqsql, 1, true);
+	tier->delete = ac_prepare(buf.data, nargs - (p - 1), argtypes + (p - 1));
+
+	/* does a row with this key exist at all? */
+	resetStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT 1 FROM %s WHERE ", qrel);
+	ac_append_match(&buf, e, names, eqsql, 1, false);
+	tier->exists = ac_prepare(buf.data, e->nkeys, argtypes + (p - 1));
+}
+
+/* The cache entry of a registered view, (re)built when needed. */
+static AcTriggerEntry *
+ac_trigger_entry(Relation view)
+{
+	Oid			viewid = RelationGetRelid(view);
+	TupleDesc	desc = RelationGetDescr(view);
+	AcTriggerEntry *e;
+	AcTableConfig cfg;
+	Relation	cur;
+	Relation	arc;
+	char	  **names;
+	char	   *eqsql[INDEX_MAX_KEYS];
+	AttrNumber	keys[INDEX_MAX_KEYS];
+	Oid			eqops[INDEX_MAX_KEYS];
+	StringInfoData buf;
+	StringInfoData returning;
+	Oid		   *argtypes;
+	bool		any_always = false;
+	int			nargs = 0;
+	bool		found;
+	int			i;
+
+	if (ac_trigger_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(AcTriggerEntry);
+		ac_trigger_cache = hash_create("archive_cluster trigger cache", 16, &ctl,
+									   HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(ac_trigger_cache_inval, (Datum) 0);
+	}
+
+	e = hash_search(ac_trigger_cache, &viewid, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset((char *) e + sizeof(Oid), 0, sizeof(AcTriggerEntry) - sizeof(Oid));
+		e->valid = false;
+	}
+	if (e->valid)
+		return e;
+	ac_free_entry(e);
+
+	if (!ac_load_config(viewid, &cfg, CurrentMemoryContext))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("view \"%s\" is not registered with archive_cluster",
+						RelationGetRelationName(view)),
+				 errhint("The trigger is left over from an earlier registration or was created by hand; drop it.")));
+
+	e->current = cfg.current;
+	e->archive = cfg.archive;
+	e->natts = desc->natts;
+	e->mcxt = AllocSetContextCreate(CacheMemoryContext, "archive_cluster trigger",
+									ALLOCSET_SMALL_SIZES);
+	e->insertable = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
+	e->cur_settable = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
+	e->arc_settable = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
+	e->always_identity = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
+	e->types = MemoryContextAllocZero(e->mcxt, sizeof(Oid) * e->natts);
+	e->typlens = MemoryContextAllocZero(e->mcxt, sizeof(int16) * e->natts);
+	e->typbyvals = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
+
+	cur = table_open(cfg.current, AccessShareLock);
+	arc = table_open(cfg.archive, AccessShareLock);
+
+	names = palloc(sizeof(char *) * e->natts);
+	initStringInfo(&returning);
+	for (i = 0; i < e->natts; i++)
+	{
+		Form_pg_attribute vatt = TupleDescAttr(desc, i);
+		AttrNumber	ca = get_attnum(cfg.current, NameStr(vatt->attname));
+		AttrNumber	aa = get_attnum(cfg.archive, NameStr(vatt->attname));
+		Form_pg_attribute catt;
+		Form_pg_attribute aatt;
+
+		if (vatt->attisdropped || ca <= 0 || aa <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("columns of view \"%s\" no longer match its tables",
+							RelationGetRelationName(view)),
+					 errhint("Unregister and register the table again after changing its columns.")));
+		catt = TupleDescAttr(RelationGetDescr(cur), ca - 1);
+		aatt = TupleDescAttr(RelationGetDescr(arc), aa - 1);
+		names[i] = pstrdup(quote_identifier(NameStr(vatt->attname)));
+		e->types[i] = vatt->atttypid;
+		e->typlens[i] = vatt->attlen;
+		e->typbyvals[i] = vatt->attbyval;
+		e->insertable[i] = !catt->attgenerated;
+		e->cur_settable[i] = !catt->attgenerated &&
+			catt->attidentity != ATTRIBUTE_IDENTITY_ALWAYS;
+		e->always_identity[i] = catt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS;
+		e->arc_settable[i] = !aatt->attgenerated;
+		any_always |= e->always_identity[i];
+		appendStringInfo(&returning, "%s%s", i > 0 ? ", " : "", names[i]);
+	}
+
+	e->nkeys = ac_identity_key(cur, keys, eqops);
+	if (e->nkeys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no primary key or NOT NULL unique index",
+						RelationGetRelationName(cur))));
+	for (i = 0; i < e->nkeys; i++)
+	{
+		const char *keyname = NameStr(TupleDescAttr(RelationGetDescr(cur), keys[i] - 1)->attname);
+		int			j;
+
+		e->keycols[i] = -1;
+		for (j = 0; j < e->natts; j++)
+			if (strcmp(NameStr(TupleDescAttr(desc, j)->attname), keyname) == 0)
+				e->keycols[i] = j;
+		if (e->keycols[i] < 0)
+			elog(ERROR, "key column \"%s\" is not in the view", keyname);
+		eqsql[i] = ac_operator_sql(eqops[i]);
+	}
+
+	/* INSERT into current */
+	argtypes = palloc(sizeof(Oid) * e->natts);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "INSERT INTO %s (", ac_qualified_name(cfg.current));
+	for (i = 0; i < e->natts; i++)
+	{
+		if (!e->insertable[i])
+			continue;
+		appendStringInfo(&buf, "%s%s", nargs > 0 ? ", " : "", names[i]);
+		argtypes[nargs++] = e->types[i];
+	}
+	appendStringInfo(&buf, ")%s VALUES (", any_always ? " OVERRIDING SYSTEM VALUE" : "");
+	for (i = 0; i < nargs; i++)
+		appendStringInfo(&buf, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfo(&buf, ") RETURNING %s", returning.data);
+	e->insert = ac_prepare(buf.data, nargs, argtypes);
+
+	ac_prepare_tier(e, &e->tiers[0], ac_qualified_name(cfg.current),
+					e->cur_settable, names, eqsql, returning.data);
+	ac_prepare_tier(e, &e->tiers[1], ac_qualified_name(cfg.archive),
+					e->arc_settable, names, eqsql, returning.data);
+
+	table_close(cur, AccessShareLock);
+	table_close(arc, AccessShareLock);
+	e->valid = true;
+	return e;
+}
+
+static void
+ac_serialization_failure(Relation view)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update"),
+			 errdetail("A row of \"%s\" was changed by another transaction after this statement read it.",
+					   RelationGetRelationName(view)),
+			 errhint("Retry the transaction.")));
+}
+
+/* Run a prepared statement; returns the number of rows it touched. */
+static uint64
+ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected)
+{
+	int			rc = SPI_execute_plan(plan, values, nulls, false, 1);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+Datum
+archive_cluster_view_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *td;
+	Relation	view;
+	TupleDesc	desc;
+	AcTriggerEntry *e;
+	Datum	   *oldv;
+	bool	   *oldn;
+	Datum	   *newv;
+	bool	   *newn;
+	Datum	   *args;
+	char	   *argn;
+	HeapTuple	result = NULL;
+	int			n = 0;
+	int			i,
+				t;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("archive_cluster_view_trigger() was not called by the trigger manager")));
+	td = (TriggerData *) fcinfo->context;
+	view = td->tg_relation;
+	if (!TRIGGER_FIRED_INSTEAD(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		view->rd_rel->relkind != RELKIND_VIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("archive_cluster_view_trigger() must be fired INSTEAD OF, FOR EACH ROW, on a view")));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	e = ac_trigger_entry(view);
+	desc = RelationGetDescr(view);
+
+	oldv = palloc(sizeof(Datum) * e->natts);
+	oldn = palloc(sizeof(bool) * e->natts);
+	args = palloc(sizeof(Datum) * (2 * e->natts + e->nkeys));
+	argn = palloc(2 * e->natts + e->nkeys + 1);
+	heap_deform_tuple(td->tg_trigtuple, desc, oldv, oldn);
+
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+	{
+		for (i = 0; i < e->natts; i++)
+		{
+			if (!e->insertable[i])
+				continue;
+			args[n] = oldv[i];
+			argn[n++] = oldn[i] ? 'n' : ' ';
+		}
+		ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING);
+		result = SPI_copytuple(SPI_tuptable->vals[0]);
+	}
+	else
+	{
+		bool		is_update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
+
+		newv = palloc(sizeof(Datum) * e->natts);
+		newn = palloc(sizeof(bool) * e->natts);
+		if (is_update)
+		{
+			heap_deform_tuple(td->tg_newtuple, desc, newv, newn);
+			for (i = 0; i < e->natts; i++)
+				if (e->always_identity[i] &&
+					(oldn[i] != newn[i] ||
+					 (!oldn[i] && !datumIsEqual(oldv[i], newv[i], e->typbyvals[i], e->typlens[i]))))
+					ereport(ERROR,
+							(errcode(ERRCODE_GENERATED_ALWAYS),
+							 errmsg("column \"%s\" can only be updated to DEFAULT",
+									NameStr(TupleDescAttr(desc, i)->attname)),
+							 errdetail("Column \"%s\" is an identity column defined as GENERATED ALWAYS.",
+									   NameStr(TupleDescAttr(desc, i)->attname))));
+		}
+
+		for (t = 0; t < 2 && result == NULL; t++)
+		{
+			AcTierPlans *tier = &e->tiers[t];
+			bool	   *settable = t == 0 ? e->cur_settable : e->arc_settable;
+			int			nkeyargs;
+
+			/* new values (UPDATE only), then the key, then the old row */
+			n = 0;
+			for (i = 0; is_update && i < e->natts; i++)
+			{
+				if (!settable[i])
+					continue;
+				args[n] = newv[i];
+				argn[n++] = newn[i] ? 'n' : ' ';
+			}
+			nkeyargs = n;
+			for (i = 0; i < e->nkeys; i++)
+			{
+				args[n] = oldv[e->keycols[i]];
+				argn[n++] = oldn[e->keycols[i]] ? 'n' : ' ';
+			}
+			for (i = 0; i < e->natts; i++)
+			{
+				args[n] = oldv[i];
+				argn[n++] = oldn[i] ? 'n' : ' ';
+			}
+
+			if (is_update)
+			{
+				if (ac_execute(tier->update, args, argn, SPI_OK_UPDATE_RETURNING) > 0)
+					result = SPI_copytuple(SPI_tuptable->vals[0]);
+			}
+			else if (ac_execute(tier->delete, args, argn, SPI_OK_DELETE) > 0)
+				result = td->tg_trigtuple;
+
+			/* not touched: changed under us, or not in this tier? */
+			if (result == NULL &&
+				ac_execute(tier->exists, args + nkeyargs, argn + nkeyargs, SPI_OK_SELECT) > 0)
+				ac_serialization_failure(view);
+		}
+	}
+
+	SPI_finish();
+	return PointerGetDatum(result);
+}

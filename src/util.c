@@ -1,0 +1,193 @@
+/*-------------------------------------------------------------------------
+ *
+ * util.c
+ *		Small helpers shared by archive_cluster's SQL functions: permission
+ *		checks, running as a table's owner with a safe search_path, SPI
+ *		shortcuts, and taking a lock with a timeout and retries.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "archive_cluster.h"
+#include "compat.h"
+
+/*
+ * Error out unless the current user owns the relation (or is a member of
+ * the owning role, or a superuser).
+ */
+void
+ac_check_owner(Oid relid)
+{
+	if (!ac_class_ownercheck(relid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", get_rel_name(relid)),
+				 errhint("Only the owner of a table, a member of its owning role or a superuser can do this.")));
+}
+
+/*
+ * Run what follows as the owner of relid, in a security-restricted
+ * operation, with search_path = pg_catalog, pg_temp and GUC changes kept
+ * local to this call; the pattern of amcheck and CLUSTER.  Undo with
+ * ac_restore_user().
+ */
+void
+ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
+				   int *save_nestlevel)
+{
+	HeapTuple	tup;
+	Oid			owner;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(save_userid, save_sec_context);
+	SetUserIdAndSecContext(owner,
+						   *save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	*save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+ac_restore_user(Oid save_userid, int save_sec_context, int save_nestlevel)
+{
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/* schema.name, both quoted as needed, palloc'd */
+char *
+ac_qualified_name(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+	char	   *nspname;
+
+	if (relname == NULL)
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	nspname = get_namespace_name(get_rel_namespace(relid));
+	return quote_qualified_identifier(nspname, relname);
+}
+
+/* Run one statement through SPI; error out unless it did what was expected. */
+void
+ac_spi_exec(const char *sql, int expected)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute returned %s for \"%s\"",
+			 SPI_result_code_string(rc), sql);
+}
+
+/* An interval argument in whole milliseconds, > 0 and < 1 day. */
+int
+ac_interval_ms(Interval *iv, const char *argname)
+{
+	int64		us;
+
+	us = iv->time + (int64) iv->day * USECS_PER_DAY +
+		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	if (us < 1000 || us >= USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 1 millisecond and 1 day", argname)));
+	return (int) (us / 1000);
+}
+
+/*
+ * Take an ACCESS EXCLUSIVE lock on relid, waiting at most timeout_ms each
+ * time, and trying again up to "retries" times with a growing pause in
+ * between.  Each attempt runs in a subtransaction so that a lock timeout
+ * can be caught; the lock itself belongs to the caller's transaction.
+ */
+void
+ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	char		buf[32];
+	int			attempt;
+
+	snprintf(buf, sizeof(buf), "%d", timeout_ms);
+
+	for (attempt = 0;; attempt++)
+	{
+		bool		locked = false;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(oldcxt);
+
+		PG_TRY();
+		{
+			int			nestlevel = NewGUCNestLevel();
+
+			(void) set_config_option("lock_timeout", buf,
+									 PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
+			LockRelationOid(relid, AccessExclusiveLock);
+			AtEOXact_GUC(true, nestlevel);
+
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+			locked = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+
+			if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+				ReThrowError(edata);
+			FreeErrorData(edata);
+			if (attempt >= retries)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not lock table %s", get_rel_name(relid)),
+						 errdetail("An ACCESS EXCLUSIVE lock was not granted within %d ms in %d attempts.",
+								   timeout_ms, retries + 1),
+						 errhint("Try again when the table is less busy, or raise lock_timeout or lock_retries.")));
+		}
+		PG_END_TRY();
+
+		if (locked)
+			break;
+
+		ereport(NOTICE,
+				(errmsg("could not lock table %s within %d ms, retrying (%d of %d)",
+						get_rel_name(relid), timeout_ms, attempt + 1, retries)));
+		/* back off: 50 ms, 100 ms, ... at most 1 s */
+		pg_usleep(Min(1000L, 50L * (attempt + 1)) * 1000L);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	/* the relation may have gone away while we waited */
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+}
