@@ -26,6 +26,11 @@ SELECT 'archive', id, pad FROM app."Payments_archive" WHERE id IN (100001, 5) OR
 -- an update that changes the key
 UPDATE app."Payments" SET id = 300005 WHERE id = 5 RETURNING id;
 SELECT count(*) FROM app."Payments" WHERE id IN (5, 300005);
+-- the identity key stays unique across the two tables
+INSERT INTO app."Payments" VALUES ('2030-01-01', 6, 1, 'same id as an archived row', 1);
+UPDATE app."Payments" SET id = 8 WHERE id = 100003;
+UPDATE app."Payments" SET id = 100004 WHERE id = 9;
+SELECT count(*) FROM app."Payments" WHERE id IN (6, 8, 9, 100003, 100004);
 -- UPDATE of many rows at once, both tiers
 UPDATE app."Payments" SET amount = amount + 1 WHERE cid = 3;
 SELECT count(*), sum(amount) FROM app."Payments" WHERE cid = 3;

@@ -34,6 +34,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "archive_cluster.h"
@@ -382,6 +383,57 @@ ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected)
 	return SPI_processed;
 }
 
+/*
+ * The identity key is unique within each table; keep it unique across the
+ * two.  After writing a row with key values keyv into one tier, look for the
+ * key in the other tier with the latest snapshot (so that a run or another
+ * writer that committed meanwhile is seen, also under REPEATABLE READ).
+ */
+static void
+ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
+					Datum *rowv, bool *rown)
+{
+	Datum		keyv[INDEX_MAX_KEYS];
+	char		keyn[INDEX_MAX_KEYS];
+	int			rc;
+	int			i;
+
+	for (i = 0; i < e->nkeys; i++)
+	{
+		keyv[i] = rowv[e->keycols[i]];
+		keyn[i] = rown[e->keycols[i]] ? 'n' : ' ';
+	}
+	rc = SPI_execute_snapshot(e->tiers[other_tier].exists, keyv, keyn,
+							  GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_snapshot returned %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("duplicate key value violates the row identity of \"%s\"",
+						RelationGetRelationName(view)),
+				 errdetail("A row with the same key is already in %s.",
+						   get_rel_name(other_tier == 0 ? e->current : e->archive))));
+}
+
+/* Did an UPDATE change the identity key? */
+static bool
+ac_key_changed(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *newn)
+{
+	int			i;
+
+	for (i = 0; i < e->nkeys; i++)
+	{
+		int			c = e->keycols[i];
+
+		if (oldn[c] != newn[c] ||
+			(!oldn[c] && !datumIsEqual(oldv[c], newv[c], e->typbyvals[c], e->typlens[c])))
+			return true;
+	}
+	return false;
+}
+
 Datum
 archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 {
@@ -434,6 +486,7 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		}
 		ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING);
 		result = SPI_copytuple(SPI_tuptable->vals[0]);
+		ac_check_key_unique(view, e, 1, oldv, oldn);
 	}
 	else
 	{
@@ -486,7 +539,11 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 			if (is_update)
 			{
 				if (ac_execute(tier->update, args, argn, SPI_OK_UPDATE_RETURNING) > 0)
+				{
 					result = SPI_copytuple(SPI_tuptable->vals[0]);
+					if (ac_key_changed(e, oldv, oldn, newv, newn))
+						ac_check_key_unique(view, e, 1 - t, newv, newn);
+				}
 			}
 			else if (ac_execute(tier->delete, args, argn, SPI_OK_DELETE) > 0)
 				result = td->tg_trigtuple;
