@@ -1,7 +1,7 @@
 # archive_cluster: PGXS build.
 #
 #   make && make install          build and install into the PostgreSQL found by pg_config
-#   make installcheck             regression tests on a private temporary server
+#   make installcheck             regression and isolation tests on private temporary servers
 #                                 (run as a non-root user that can write this tree)
 
 MODULE_big = archive_cluster
@@ -22,6 +22,8 @@ PG_CPPFLAGS = -I$(srcdir)/src
 
 REGRESS = setup register dml run unregister errors
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
+ISOLATION = run_skip
+ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -24,14 +24,16 @@ tar -C "$top" --exclude=.git -cf - . | tar -C "$work" -xf -
 chown -R postgres: "$work"
 
 status=0
-echo "== regression tests (pg_regress, temporary instance)"
+echo "== regression and isolation tests (pg_regress, pg_isolation_regress, temporary instances)"
 runuser -u postgres -- make -C "$work" -s PG_CONFIG="$PG_CONFIG" installcheck \
 	> "$work/regress.log" 2>&1 || status=$?
 cat "$work/regress.log"
-if [ -f "$work/regression.diffs" ]; then
-	echo "== regression.diffs"
-	cat "$work/regression.diffs"
-fi
+for d in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
+	if [ -f "$d" ]; then
+		echo "== $d"
+		cat "$d"
+	fi
+done
 passed=$(grep -cE '^(test| ) *[a-z_0-9]+ +\.\.\. ok' "$work/regress.log" || true)
 failed=$(grep -cE '\.\.\. FAILED' "$work/regress.log" || true)
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
