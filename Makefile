@@ -9,10 +9,13 @@ OBJS = \
 	src/archive_cluster.o \
 	src/config.o \
 	src/guc.o \
+	src/launcher.o \
 	src/register.o \
 	src/run.o \
 	src/triggers.o \
-	src/util.o
+	src/util.o \
+	src/utility.o \
+	src/worker.o
 
 EXTENSION = archive_cluster
 DATA = archive_cluster--0.1.sql
@@ -20,7 +23,7 @@ PGFILEDESC = "archive_cluster - online clustered archiving"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup register dml run unregister errors
+REGRESS = setup register dml run unregister errors worker
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 ISOLATION = run_skip
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf

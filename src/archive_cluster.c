@@ -6,13 +6,16 @@
  *		archive_cluster keeps a big, append-mostly table fast for per-key
  *		range reads by turning it into a view over <t>_current (recent rows)
  *		and <t>_archive (older rows, appended in batches sorted by a cluster
- *		key).  See register.c, triggers.c and run.c.
+ *		key).  See register.c, triggers.c and run.c; with the library in
+ *		shared_preload_libraries, a launcher and one worker per database
+ *		archive by themselves (launcher.c, worker.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 
 #include "archive_cluster.h"
 
@@ -24,4 +27,10 @@ void
 _PG_init(void)
 {
 	ac_define_gucs();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		ac_shmem_init_hooks();
+		ac_launcher_register();
+		ac_utility_hook_install();
+	}
 }

@@ -39,9 +39,36 @@ typedef struct AcThreshold
 	double		rows_per_page;	/* < 0 when unknown */
 } AcThreshold;
 
+/* One run of one table, as archive_cluster_run() reports it. */
+typedef struct AcRunResult
+{
+	const char *status;
+	int64		rows;
+	int			batches;
+	int64		threshold;
+	bool		more;			/* stopped at max_batches with rows unseen */
+	TimestampTz started;
+	TimestampTz finished;
+} AcRunResult;
+
 /* guc.c */
+extern bool archive_cluster_enabled;
+extern int	archive_cluster_naptime;
+extern char *archive_cluster_databases;
 extern int	archive_cluster_max_batch_rows;
+extern int	archive_cluster_max_runtime;
+extern char *archive_cluster_debug_pause;
 extern void ac_define_gucs(void);
+
+/* launcher.c */
+extern void ac_launcher_register(void);
+extern void ac_shmem_init_hooks(void);
+extern bool ac_database_selected(const char *dbname);
+extern void ac_worker_attach(Oid dboid);
+extern void ac_stop_database_worker(Oid dboid);
+
+/* utility.c */
+extern void ac_utility_hook_install(void);
 
 /* config.c */
 extern Oid	ac_extension_schema(void);
@@ -61,10 +88,14 @@ extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);
 
 /* run.c */
 extern void ac_compute_threshold(AcTableConfig *cfg, AcThreshold *th);
+extern bool ac_table_due(AcTableConfig *cfg, int64 threshold);
+extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
+						 const char *started_by, AcRunResult *res);
 extern TimestampTz ac_cutoff(AcTableConfig *cfg);
 
 /* util.c */
 extern void ac_check_owner(Oid relid);
+extern Oid	ac_relation_owner(Oid relid);
 extern void ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
 							   int *save_nestlevel);
 extern void ac_restore_user(Oid save_userid, int save_sec_context, int save_nestlevel);

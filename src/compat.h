@@ -16,7 +16,10 @@
 #endif
 
 #include "executor/executor.h"
+#include "miscadmin.h"
+#include "pgstat.h"
 #include "utils/acl.h"
+#include "utils/wait_event.h"
 
 /*
  * ExecInsertIndexTuples() gained an "onlySummarizing" argument in 16.
@@ -39,6 +42,36 @@
 #else
 #define ac_class_ownercheck(relid, roleid) \
 	pg_class_ownercheck((relid), (roleid))
+#endif
+
+/*
+ * Live tuples in a table's cumulative statistics: the field lost its "n_"
+ * prefix in 16.
+ */
+#if PG_VERSION_NUM >= 160000
+#define ac_stat_live_tuples(tabentry) ((tabentry)->live_tuples)
+#else
+#define ac_stat_live_tuples(tabentry) ((tabentry)->n_live_tuples)
+#endif
+
+/*
+ * Wait events: extensions can name their own since 17; before, they all
+ * show as "Extension".
+ */
+#if PG_VERSION_NUM >= 170000
+#define ac_wait_event(name) WaitEventExtensionNew(name)
+#else
+#define ac_wait_event(name) PG_WAIT_EXTENSION
+#endif
+
+/*
+ * Is this process a background worker?  The global IsBackgroundWorker was
+ * replaced by AmBackgroundWorkerProcess() (a test of MyBackendType) in 17.
+ */
+#if PG_VERSION_NUM >= 170000
+#define ac_is_background_worker() AmBackgroundWorkerProcess()
+#else
+#define ac_is_background_worker() IsBackgroundWorker
 #endif
 
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

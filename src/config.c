@@ -229,8 +229,13 @@ ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
 	values[4] = Int64GetDatum(rows);
 	values[5] = Int32GetDatum(batches);
 	values[6] = CStringGetTextDatum(started_by);
-	namestrcpy(&runas, GetUserNameFromId(run_as, false));
-	values[7] = NameGetDatum(&runas);
+	if (OidIsValid(run_as))
+	{
+		namestrcpy(&runas, GetUserNameFromId(run_as, false));
+		values[7] = NameGetDatum(&runas);
+	}
+	else
+		nulls[7] = 'n';
 	if (error)
 		values[8] = CStringGetTextDatum(error);
 	else

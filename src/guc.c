@@ -7,16 +7,123 @@
  */
 #include "postgres.h"
 
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/varlena.h"
 
 #include "archive_cluster.h"
+
+/* archive_cluster.enabled: the background worker archives */
+bool		archive_cluster_enabled = true;
+
+/* archive_cluster.naptime: seconds between two checks of a database */
+int			archive_cluster_naptime = 60;
+
+/* archive_cluster.databases: the databases the worker serves; empty: all */
+char	   *archive_cluster_databases = NULL;
 
 /* archive_cluster.max_batch_rows: rows sorted and moved together at most */
 int			archive_cluster_max_batch_rows = 10000000;
 
+/* archive_cluster.max_runtime: seconds of batches per table and cycle */
+int			archive_cluster_max_runtime = 0;
+
+/* archive_cluster.debug_pause: phases of a run that wait (tests only) */
+char	   *archive_cluster_debug_pause = NULL;
+
+/* archive_cluster.databases must be a list of names */
+static bool
+ac_check_databases(char **newval, void **extra, GucSource source)
+{
+	char	   *raw = pstrdup(*newval);
+	List	   *names;
+	bool		ok = SplitIdentifierString(raw, ',', &names);
+
+	if (!ok)
+		GUC_check_errdetail("List syntax is invalid.");
+	list_free(names);
+	pfree(raw);
+	return ok;
+}
+
+/* archive_cluster.debug_pause must name known phases */
+static bool
+ac_check_debug_pause(char **newval, void **extra, GucSource source)
+{
+	char	   *raw = pstrdup(*newval);
+	List	   *names;
+	ListCell   *lc;
+	bool		ok = SplitIdentifierString(raw, ',', &names);
+
+	if (!ok)
+		GUC_check_errdetail("List syntax is invalid.");
+	foreach(lc, names)
+	{
+		const char *name = lfirst(lc);
+
+		if (ok && strcmp(name, "locked") != 0 && strcmp(name, "deleted") != 0 &&
+			strcmp(name, "before_commit") != 0)
+		{
+			GUC_check_errdetail("Unknown phase \"%s\": use locked, deleted or before_commit.",
+								name);
+			ok = false;
+		}
+	}
+	list_free(names);
+	pfree(raw);
+	return ok;
+}
+
+/* Is dbname one of archive_cluster.databases (or is that list empty)? */
+bool
+ac_database_selected(const char *dbname)
+{
+	char	   *raw;
+	List	   *names;
+	ListCell   *lc;
+	bool		found = false;
+
+	if (archive_cluster_databases == NULL || archive_cluster_databases[0] == '\0')
+		return true;
+	raw = pstrdup(archive_cluster_databases);
+	if (!SplitIdentifierString(raw, ',', &names))
+		elog(ERROR, "invalid archive_cluster.databases");
+	foreach(lc, names)
+		if (strcmp((char *) lfirst(lc), dbname) == 0)
+			found = true;
+	list_free(names);
+	pfree(raw);
+	return found;
+}
+
 void
 ac_define_gucs(void)
 {
+	DefineCustomBoolVariable("archive_cluster.enabled",
+							 "Lets the background worker archive registered tables.",
+							 "Off: the workers keep running but move nothing; manual "
+							 "and pg_cron runs still work.",
+							 &archive_cluster_enabled,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.naptime",
+							"Time between two checks of the registered tables of a database.",
+							"Also how soon a new database or a new CREATE EXTENSION is noticed.",
+							&archive_cluster_naptime,
+							60, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("archive_cluster.databases",
+							   "Databases the background worker serves (comma-separated).",
+							   "Empty: every database that has the extension.",
+							   &archive_cluster_databases,
+							   "",
+							   PGC_SIGHUP, GUC_LIST_INPUT,
+							   ac_check_databases, NULL, NULL);
+
 	DefineCustomIntVariable("archive_cluster.max_batch_rows",
 							"Largest number of rows a run sorts and moves as one batch.",
 							"A run moves all eligible rows of a table, sorted together, in "
@@ -25,6 +132,25 @@ ac_define_gucs(void)
 							10000000, 1000, (int) AC_MAX_BATCH_ROWS,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.max_runtime",
+							"Time after which the background worker starts no further batch "
+							"of a table in one cycle.",
+							"0: no limit.  A batch that has started always completes.",
+							&archive_cluster_max_runtime,
+							0, 0, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("archive_cluster.debug_pause",
+							   "Phases of a run that wait for an advisory lock (for tests).",
+							   "A comma-separated list of locked, deleted, before_commit: at each, "
+							   "the run waits while a session holds pg_advisory_lock(1094930497, n), "
+							   "n = 1, 2, 3 respectively.",
+							   &archive_cluster_debug_pause,
+							   "",
+							   PGC_SUSET, GUC_LIST_INPUT | GUC_NOT_IN_SAMPLE,
+							   ac_check_debug_pause, NULL, NULL);
 
 	MarkGUCPrefixReserved("archive_cluster");
 }

@@ -62,6 +62,9 @@ PG_FUNCTION_INFO_V1(archive_cluster_table_state);
 /* first key of the advisory lock taken per registered table: 'ACRU' */
 #define AC_RUN_LOCK_KEY 0x41435255
 
+/* first key of the advisory locks the test hook waits on: 'ACPA' */
+#define AC_PAUSE_LOCK_KEY 0x41435041
+
 /* rows handed to table_multi_insert() at a time */
 #define AC_MULTI_INSERT 1000
 
@@ -200,25 +203,22 @@ ac_cutoff_for_type(AcTableConfig *cfg, Oid agetype)
 }
 
 /*
- * Estimated rows of <t>_current older than the cutoff, from the histogram
- * of the age column; -1 when there are no statistics.
+ * Fraction of the rows of <t>_current older than the cutoff, from the
+ * histogram of the age column; -1 when there are no statistics.
  */
-static int64
-ac_eligible_estimate(AcTableConfig *cfg)
+static double
+ac_eligible_fraction(AcTableConfig *cfg)
 {
 	AttrNumber	attnum = get_attnum(cfg->current, cfg->age_column);
-	double		reltuples = ac_reltuples(cfg->current);
 	HeapTuple	tup;
 	AttStatsSlot sslot;
-	Oid			agetype;
 	int64		cutoff;
 	double		frac;
 	int			below = 0;
 	int			i;
 
-	if (attnum <= 0 || reltuples < 0)
+	if (attnum <= 0)
 		return -1;
-	agetype = get_atttype(cfg->current, attnum);
 	tup = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(cfg->current),
 						  Int16GetDatum(attnum), BoolGetDatum(false));
 	if (!HeapTupleIsValid(tup))
@@ -229,7 +229,7 @@ ac_eligible_estimate(AcTableConfig *cfg)
 		ReleaseSysCache(tup);
 		return -1;
 	}
-	cutoff = ac_cutoff_for_type(cfg, agetype);
+	cutoff = ac_cutoff_for_type(cfg, get_atttype(cfg->current, attnum));
 	for (i = 0; i < sslot.nvalues; i++)
 		if (DatumGetInt64(sslot.values[i]) < cutoff)
 			below++;
@@ -238,7 +238,71 @@ ac_eligible_estimate(AcTableConfig *cfg)
 		frac = 1;
 	free_attstatsslot(&sslot);
 	ReleaseSysCache(tup);
-	return (int64) (frac * reltuples);
+	return frac;
+}
+
+/*
+ * Live rows of a table: from the cumulative statistics, which follow every
+ * committed insert and delete, else from pg_class; -1 when unknown.
+ */
+static double
+ac_live_rows(Oid relid)
+{
+	PgStat_StatTabEntry *tabentry = pgstat_fetch_stat_tabentry(relid);
+
+	if (tabentry != NULL)
+		return (double) ac_stat_live_tuples(tabentry);
+	return ac_reltuples(relid);
+}
+
+/*
+ * Estimated rows of <t>_current older than the cutoff; -1 when there are
+ * no statistics.
+ */
+static int64
+ac_eligible_estimate(AcTableConfig *cfg)
+{
+	double		live = ac_live_rows(cfg->current);
+	double		frac = ac_eligible_fraction(cfg);
+
+	if (live < 0 || frac < 0)
+		return -1;
+	return (int64) (frac * live);
+}
+
+/*
+ * The background worker's cheap test of whether a table may be due: from
+ * statistics and estimates only, never a scan.  Without a histogram of the
+ * age column, every live row counts as eligible; the run itself then counts
+ * exactly and moves nothing unless the threshold is reached.
+ */
+bool
+ac_table_due(AcTableConfig *cfg, int64 threshold)
+{
+	double		live = ac_live_rows(cfg->current);
+	double		frac = ac_eligible_fraction(cfg);
+
+	if (live < 0)
+		return true;			/* never analyzed nor counted: look */
+	return live * (frac < 0 ? 1.0 : frac) >= threshold;
+}
+
+/*
+ * Test hook: with archive_cluster.debug_pause naming this phase, wait until
+ * no session holds the advisory lock (AC_PAUSE_LOCK_KEY, phase), as taken by
+ * pg_advisory_lock(1094930497, phase).
+ */
+static void
+ac_pause_point(const char *name, int phase)
+{
+	LOCKTAG		tag;
+
+	if (archive_cluster_debug_pause == NULL || archive_cluster_debug_pause[0] == '\0' ||
+		strstr(archive_cluster_debug_pause, name) == NULL)
+		return;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_PAUSE_LOCK_KEY, phase, 2);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	LockRelease(&tag, ShareLock, false);
 }
 
 /* Try to take the per-table run lock for this transaction. */
@@ -338,6 +402,7 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		ExecClearTuple(m->fetchslot);
 		moved++;
 	}
+	ac_pause_point("deleted", 2);
 
 	tuplesort_performsort(sort);
 	while (tuplesort_gettupleslot(sort, true, false, m->sortslot, NULL))
@@ -362,11 +427,12 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
  * Move the eligible rows of one registered table, sorted together, in
  * batches of at most archive_cluster.max_batch_rows rows.  The table is due
  * when at least "threshold" rows are eligible; with force, any eligible rows
- * are moved.  Stops after max_batches batches (0: no limit).
+ * are moved.  Stops after max_batches batches (0: no limit), and then says
+ * in *more_left whether rows were left unseen.
  */
 static int64
 ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
-		int *nbatches)
+		int *nbatches, bool *more_left)
 {
 	AcMover		m;
 	Snapshot	snapshot;
@@ -428,6 +494,7 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	scanslot = table_slot_create(m.cur, NULL);
 
 	*nbatches = 0;
+	*more_left = false;
 	for (;;)
 	{
 		bool		more = table_scan_getnextslot(scan, ForwardScanDirection, scanslot);
@@ -455,8 +522,13 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 			(*nbatches)++;
 		}
 		ntids = 0;
-		if (!more || (max_batches > 0 && *nbatches >= max_batches))
+		if (!more)
 			break;
+		if (max_batches > 0 && *nbatches >= max_batches)
+		{
+			*more_left = true;
+			break;
+		}
 	}
 
 	table_endscan(scan);
@@ -476,21 +548,12 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	return moved;
 }
 
-/* One row of archive_cluster_run()'s result. */
-typedef struct AcRunResult
-{
-	const char *status;
-	int64		rows;
-	int			batches;
-	TimestampTz started;
-	TimestampTz finished;
-} AcRunResult;
-
 /*
  * Run one registered table: take its run lock, then move its due batches
- * as the table's owner.  Errors propagate to the caller.
+ * as the table's owner, and record the run.  Errors propagate to the
+ * caller.
  */
-static void
+void
 ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 			 const char *started_by, AcRunResult *res)
 {
@@ -502,22 +565,26 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 
 	res->rows = 0;
 	res->batches = 0;
+	res->more = false;
+	res->threshold = 0;
 	res->started = GetCurrentTimestamp();
 	res->finished = res->started;
 
 	if (!ac_try_run_lock(cfg->relation))
 	{
 		res->status = "skipped: another run in progress";
-		ereport(NOTICE,
+		ereport(IsBackgroundWorker ? LOG : NOTICE,
 				(errmsg("skipping \"%s\": another archive run is in progress",
 						get_rel_name(cfg->relation))));
 		return;
 	}
 
+	ac_pause_point("locked", 1);
 	ac_compute_threshold(cfg, &th);
+	res->threshold = th.rows;
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
-	res->rows = ac_move(cfg, th.rows, force, max_batches, &res->batches);
+	res->rows = ac_move(cfg, th.rows, force, max_batches, &res->batches, &res->more);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
 	res->status = res->batches > 0 ? "archived" : "not due";
@@ -525,6 +592,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	if (res->batches > 0)
 		ac_log_run(cfg->relation, res->started, res->finished, res->rows,
 				   res->batches, started_by, owner, NULL);
+	ac_pause_point("before_commit", 3);
 }
 
 static void

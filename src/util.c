@@ -38,6 +38,21 @@ ac_check_owner(Oid relid)
 				 errhint("Only the owner of a table, a member of its owning role or a superuser can do this.")));
 }
 
+/* The owner of a relation. */
+Oid
+ac_relation_owner(Oid relid)
+{
+	HeapTuple	tup;
+	Oid			owner;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
 /*
  * Run what follows as the owner of relid, in a security-restricted
  * operation, with search_path = pg_catalog, pg_temp and GUC changes kept
@@ -48,14 +63,7 @@ void
 ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
 				   int *save_nestlevel)
 {
-	HeapTuple	tup;
-	Oid			owner;
-
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
+	Oid			owner = ac_relation_owner(relid);
 
 	GetUserIdAndSecContext(save_userid, save_sec_context);
 	SetUserIdAndSecContext(owner,

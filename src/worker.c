@@ -1,0 +1,257 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *		The per-database background worker, started by the launcher
+ *		(launcher.c): each archive_cluster.naptime it looks at every
+ *		registered table of its database and archives the ones that are due,
+ *		with nobody calling anything.
+ *
+ *		The test of whether a table is due uses statistics only
+ *		(ac_table_due()); a due table is run like archive_cluster_run() does,
+ *		as the table's owner, one batch per transaction.  An error in one
+ *		table is logged and recorded in archive_cluster_runs and the worker
+ *		goes on with the others.  The worker exits when the extension is no
+ *		longer installed in its database.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "archive_cluster.h"
+#include "compat.h"
+
+PGDLLEXPORT void archive_cluster_worker_main(Datum main_arg);
+
+/* outlives the transactions of a cycle */
+static MemoryContext ac_cycle_cxt = NULL;
+
+static void
+ac_begin(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+ac_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * The registered tables of this database, or NIL with *installed = false
+ * when the extension is not installed here.
+ */
+static List *
+ac_worker_relations(bool *installed)
+{
+	List	   *relations = NIL;
+
+	ac_begin("archive_cluster: listing registered tables");
+	*installed = OidIsValid(get_extension_oid("archive_cluster", true));
+	if (*installed)
+	{
+		MemoryContext oldcxt;
+		List	   *found = ac_registered_relations();
+
+		oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
+		relations = list_copy(found);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	ac_commit();
+	return relations;
+}
+
+/* Record a failed run of a table in archive_cluster_runs. */
+static void
+ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
+{
+	PG_TRY();
+	{
+		Oid			owner = InvalidOid;
+		char	   *relname;
+
+		ac_begin("archive_cluster: recording an error");
+		relname = get_rel_name(relation);
+		if (relname != NULL)
+			owner = ac_relation_owner(relation);
+		ac_log_run(relation, started, GetCurrentTimestamp(), 0, 0, "worker",
+				   owner, message);
+		ac_commit();
+	}
+	PG_CATCH();
+	{
+		/* the table or the extension went away meanwhile: log only */
+		HOLD_INTERRUPTS();
+		EmitErrorReport();
+		AbortOutOfAnyTransaction();
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Archive one table if it is due: one batch per transaction, until nothing
+ * is left or archive_cluster.max_runtime has passed.
+ */
+static void
+ac_worker_table(Oid relation)
+{
+	TimestampTz deadline = 0;
+
+	if (archive_cluster_max_runtime > 0)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   archive_cluster_max_runtime * 1000L);
+	for (;;)
+	{
+		AcRunResult res;
+		char	   *relname = NULL;
+		bool		ran = false;
+		TimestampTz started = GetCurrentTimestamp();
+
+		CHECK_FOR_INTERRUPTS();
+		res.batches = 0;
+		res.more = false;
+		PG_TRY();
+		{
+			AcTableConfig cfg;
+			AcThreshold th;
+
+			ac_begin("archive_cluster: checking a table");
+			if (ac_load_config(relation, &cfg, CurrentMemoryContext))
+			{
+				relname = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(relation));
+				ac_compute_threshold(&cfg, &th);
+				if (ac_table_due(&cfg, th.rows))
+				{
+					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
+					ac_run_table(&cfg, false, 1, "worker", &res);
+					ran = true;
+				}
+			}
+			ac_commit();
+		}
+		PG_CATCH();
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
+			ErrorData  *edata;
+
+			HOLD_INTERRUPTS();
+			edata = CopyErrorData();
+			FlushErrorState();
+			AbortOutOfAnyTransaction();
+			RESUME_INTERRUPTS();
+			MemoryContextSwitchTo(oldcxt);
+
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("archive_cluster: archive run of \"%s\" failed: %s",
+							relname ? relname : "?", edata->message)));
+			ac_worker_record_error(relation, started, edata->message);
+			return;
+		}
+		PG_END_TRY();
+
+		if (ran && res.batches > 0)
+		{
+			double		secs = (res.finished - res.started) / 1000000.0;
+
+			ereport(LOG,
+					(errmsg("archive_cluster: archived %lld rows of \"%s\" in %d batch(es), %.3f s (%.0f rows/s)",
+							(long long) res.rows, relname, res.batches, secs,
+							secs > 0 ? res.rows / secs : 0)));
+		}
+		if (!res.more)
+			return;
+		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
+			return;
+	}
+}
+
+/* One pass over the registered tables; false when the extension is gone. */
+static bool
+ac_worker_cycle(void)
+{
+	bool		installed;
+	List	   *relations;
+	ListCell   *lc;
+
+	MemoryContextReset(ac_cycle_cxt);
+	relations = ac_worker_relations(&installed);
+	if (!installed)
+		return false;
+	if (!archive_cluster_enabled)
+		return true;
+	foreach(lc, relations)
+	{
+		ac_worker_table(lfirst_oid(lc));
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			if (!archive_cluster_enabled)
+				break;
+		}
+	}
+	return true;
+}
+
+void
+archive_cluster_worker_main(Datum main_arg)
+{
+	Oid			dboid = DatumGetObjectId(main_arg);
+	uint32		wait_event;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	ac_worker_attach(dboid);
+	pgstat_report_appname("archive_cluster worker");
+	ac_cycle_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster worker",
+										 ALLOCSET_DEFAULT_SIZES);
+	wait_event = ac_wait_event("ArchiveClusterWorkerMain");
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (!ac_worker_cycle())
+			break;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 archive_cluster_naptime * 1000L, wait_event);
+		ResetLatch(MyLatch);
+	}
+
+	/* the extension is not (or no longer) installed here */
+	proc_exit(0);
+}
