@@ -26,6 +26,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 REGRESS = setup register dml run unregister errors worker
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 ISOLATION = run_skip
+TAP_TESTS = 1
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
 
 PG_CONFIG ?= pg_config

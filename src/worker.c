@@ -40,6 +40,12 @@ PGDLLEXPORT void archive_cluster_worker_main(Datum main_arg);
 /* outlives the transactions of a cycle */
 static MemoryContext ac_cycle_cxt = NULL;
 
+/*
+ * The first cycle of a worker looks at every table: the cumulative
+ * statistics it trusts afterwards are lost in a crash and may be reset.
+ */
+static bool ac_first_cycle = true;
+
 static void
 ac_begin(const char *activity)
 {
@@ -145,7 +151,7 @@ ac_worker_table(Oid relation)
 			{
 				relname = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(relation));
 				ac_compute_threshold(&cfg, &th);
-				if (ac_table_due(&cfg, th.rows))
+				if (ac_first_cycle || ac_table_due(&cfg, th.rows))
 				{
 					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
 					ac_run_table(&cfg, false, 1, "worker", &res);
@@ -213,9 +219,10 @@ ac_worker_cycle(void)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			if (!archive_cluster_enabled)
-				break;
+				return true;
 		}
 	}
+	ac_first_cycle = false;
 	return true;
 }
 

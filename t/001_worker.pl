@@ -1,0 +1,197 @@
+# The background worker: a launcher and one worker per database, archiving
+# registered tables with nobody calling anything; configuration reloads,
+# a worker killed in the middle of a run, DROP EXTENSION / DROP DATABASE,
+# a hot standby.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('primary');
+$node->init(allows_streaming => 1);
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'archive_cluster'
+archive_cluster.naptime = 1
+max_worker_processes = 16
+autovacuum = off
+restart_after_crash = on
+});
+$node->start;
+
+# A registered table of $rows rows older than its hot window (due at 20,000).
+sub make_table
+{
+	my ($db, $name, $rows) = @_;
+	$node->safe_psql(
+		$db, qq{
+CREATE TABLE $name (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
+CREATE INDEX ON $name (cid, ts);
+INSERT INTO $name SELECT g, g % 500, now() - interval '3 hours' - g * interval '1 ms', repeat('x', g % 100)
+FROM generate_series(1, $rows) g;
+SELECT archive_cluster_register('$name', cluster_by => '{cid,ts}', age_column => 'ts',
+								hot_window => '1 hour', batch_rows => 20000);
+});
+}
+
+# count:checksum of a registered table (through its view), and the rows in both tiers
+sub state_of
+{
+	my ($db, $name) = @_;
+	return $node->safe_psql(
+		$db, qq{
+SELECT count(*) || ':' || sum(hashtext(v::text)::bigint)
+	|| ':' || (SELECT count(*) FROM ${name}_current c JOIN ${name}_archive a USING (id))
+FROM $name v});
+}
+
+sub archived
+{
+	my ($db, $name, $rows) = @_;
+	return $node->poll_query_until($db,
+		"SELECT count(*) = $rows FROM ${name}_archive");
+}
+
+sub worker_count
+{
+	my ($db) = @_;
+	return "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = '$db'";
+}
+
+sub workers_are
+{
+	my ($db, $n) = @_;
+	return $node->poll_query_until('postgres', 'SELECT (' . worker_count($db) . ") = $n");
+}
+
+# --- the launcher starts with the server
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'archive_cluster launcher'"),
+	'launcher runs with the library preloaded');
+
+# --- a database created after start-up gets a worker once the extension is there
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION archive_cluster');
+ok(workers_are('app', 1),
+	'a new database gets a worker after CREATE EXTENSION');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT application_name FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'"
+	),
+	'archive_cluster worker',
+	'the worker shows its application_name');
+
+# --- it archives a due table with no manual call
+make_table('app', 'pay', 60000);
+my $before = state_of('app', 'pay');
+ok(archived('app', 'pay', 60000), '60,000 rows archived by the worker');
+is(state_of('app', 'pay'), $before, 'same rows after the worker run, none in both tiers');
+is( $node->safe_psql(
+		'app',
+		"SELECT started_by || ' ' || rows_moved || ' ' || coalesce(error, 'no error') FROM archive_cluster_runs WHERE relation = 'pay'::regclass"
+	),
+	'worker 60000 no error',
+	'the run is in archive_cluster_runs as started by the worker');
+ok($node->log_contains(qr/archive_cluster: archived 60000 rows of "pay" in 1 batch\(es\), [0-9.]+ s \([0-9]+ rows\/s\)/),
+	'one LOG line for the run');
+
+# --- SIGHUP: a longer naptime holds the worker back, a short one lets it go
+$node->append_conf('postgresql.conf', 'archive_cluster.naptime = 3600');
+$node->reload;
+sleep(3);    # let the worker take the new naptime and start sleeping
+make_table('app', 'late', 30000);
+sleep(5);
+is($node->safe_psql('app', 'SELECT count(*) FROM late_archive'),
+	'0', 'naptime = 3600 after reload: the worker waits');
+$node->append_conf('postgresql.conf', 'archive_cluster.naptime = 1');
+$node->reload;
+ok(archived('app', 'late', 30000), 'reload wakes the worker');
+make_table('app', 'later', 30000);
+ok(archived('app', 'later', 30000), 'naptime = 1 after reload: archived without a signal');
+
+# --- archive_cluster.enabled = off: workers move nothing
+$node->append_conf('postgresql.conf', 'archive_cluster.enabled = off');
+$node->reload;
+sleep(3);
+make_table('app', 'off', 30000);
+sleep(3);
+is($node->safe_psql('app', 'SELECT count(*) FROM off_archive'),
+	'0', 'enabled = off: nothing archived');
+$node->append_conf('postgresql.conf', 'archive_cluster.enabled = on');
+$node->reload;
+ok(archived('app', 'off', 30000), 'enabled = on again: archived');
+
+# --- a run in progress elsewhere: the worker skips and says so
+my $holder = $node->background_psql('app');
+make_table('app', 'ov', 30000);
+my $log_offset = -s $node->logfile;
+$holder->query_safe("SELECT pg_advisory_lock(1094931029, 'ov'::regclass::oid::int)");
+$node->wait_for_log(qr/skipping "ov": another archive run is in progress/, $log_offset);
+pass('the worker skips a table whose run lock is held, and logs it');
+$holder->query_safe("SELECT pg_advisory_unlock(1094931029, 'ov'::regclass::oid::int)");
+ok(archived('app', 'ov', 30000), 'archived once the lock is free');
+
+# --- kill -9 of the worker in the middle of a run (after its delete)
+$node->safe_psql('app', "ALTER SYSTEM SET archive_cluster.debug_pause = 'deleted'");
+$node->reload;
+$holder->query_safe('SELECT pg_advisory_lock(1094930497, 2)');
+make_table('app', 'crash', 60000);
+$before = state_of('app', 'crash');
+ok( $node->poll_query_until(
+		'app',
+		"SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		 WHERE l.locktype = 'advisory' AND l.classid = 1094930497 AND l.objid = 2
+		   AND NOT l.granted AND a.backend_type = 'archive_cluster worker'"),
+	'the worker waits in the middle of its run');
+my $pid = $node->safe_psql('app',
+	"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497 AND objid = 2 AND NOT granted"
+);
+is( $node->safe_psql('app', 'SELECT count(*) FROM crash_current'),
+	'60000', 'its delete is not visible to others');
+$log_offset = -s $node->logfile;
+kill 'KILL', $pid;
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
+eval { $holder->quit; };
+$node->poll_query_until('app', 'SELECT true') or die 'server did not come back';
+is(state_of('app', 'crash'), $before, 'after the crash: same rows, none in both tiers');
+is($node->safe_psql('app', 'SELECT count(*) FROM crash_archive'),
+	'0', 'after the crash: the killed run left nothing in the archive');
+$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.debug_pause');
+$node->reload;
+ok(archived('app', 'crash', 60000), 'the next run completes');
+is(state_of('app', 'crash'), $before, 'and keeps every row once');
+
+# --- DROP EXTENSION stops the worker
+$node->safe_psql('app', 'DROP EXTENSION archive_cluster CASCADE');
+ok(workers_are('app', 0),
+	'DROP EXTENSION stops the worker');
+
+# --- DROP DATABASE is not blocked by the worker
+$node->safe_psql('postgres', 'CREATE DATABASE gone');
+$node->safe_psql('gone', 'CREATE EXTENSION archive_cluster');
+ok(workers_are('gone', 1),
+	'worker in the database to drop');
+$node->safe_psql('postgres', 'DROP DATABASE gone');
+is($node->safe_psql('postgres', worker_count('gone')), '0', 'DROP DATABASE stops the worker and succeeds');
+
+# --- a hot standby runs no launcher nor worker
+$node->safe_psql('postgres', 'CREATE DATABASE app2');
+$node->safe_psql('app2', 'CREATE EXTENSION archive_cluster');
+$node->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'b', has_streaming => 1);
+$standby->start;
+$node->wait_for_catchup($standby);
+sleep(3);
+is( $standby->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'archive_cluster%'"),
+	'0',
+	'no archive_cluster process on a hot standby');
+$standby->stop;
+
+$node->stop;
+done_testing();
