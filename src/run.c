@@ -38,12 +38,14 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -573,7 +575,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	if (!ac_try_run_lock(cfg->relation))
 	{
 		res->status = "skipped: another run in progress";
-		ereport(IsBackgroundWorker ? LOG : NOTICE,
+		ereport(ac_is_background_worker() ? LOG : NOTICE,
 				(errmsg("skipping \"%s\": another archive run is in progress",
 						get_rel_name(cfg->relation))));
 		return;
@@ -609,6 +611,20 @@ ac_put_result(ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res)
 	values[3] = Int32GetDatum(res->batches);
 	values[4] = IntervalPGetDatum(iv);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * How a call of archive_cluster_run() was started: by a pg_cron job (its
+ * background worker, or its libpq connection), else by hand.
+ */
+static const char *
+ac_caller(void)
+{
+	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_type, "pg_cron") == 0)
+		return "pg_cron";
+	if (application_name != NULL && strcmp(application_name, "pg_cron") == 0)
+		return "pg_cron";
+	return "manual";
 }
 
 /*
@@ -668,7 +684,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 					 errhint("Register it first with archive_cluster_register().")));
 		}
 		ac_check_owner(relation);
-		ac_run_table(&cfg, force, max_batches, "manual", &res);
+		ac_run_table(&cfg, force, max_batches, ac_caller(), &res);
 		ac_put_result(rsinfo, relation, &res);
 	}
 	else
@@ -691,7 +707,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 			MemoryContextSwitchTo(oldcxt);
 			PG_TRY();
 			{
-				ac_run_table(&cfg, force, max_batches, "manual", &res);
+				ac_run_table(&cfg, force, max_batches, ac_caller(), &res);
 				ReleaseCurrentSubTransaction();
 				MemoryContextSwitchTo(oldcxt);
 				CurrentResourceOwner = oldowner;
@@ -715,7 +731,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 				res.rows = 0;
 				res.batches = 0;
 				res.finished = GetCurrentTimestamp();
-				ac_log_run(relation, res.started, res.finished, 0, 0, "manual",
+				ac_log_run(relation, res.started, res.finished, 0, 0, ac_caller(),
 						   GetUserId(), edata->message);
 				FreeErrorData(edata);
 			}

