@@ -12,6 +12,7 @@ OBJS = \
 	src/launcher.o \
 	src/register.o \
 	src/run.o \
+	src/stats.o \
 	src/triggers.o \
 	src/util.o \
 	src/utility.o \
@@ -23,7 +24,7 @@ PGFILEDESC = "archive_cluster - online clustered archiving"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup register dml run unregister errors worker
+REGRESS = setup register dml run unregister errors stats worker
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 ISOLATION = run_skip
 TAP_TESTS = 1

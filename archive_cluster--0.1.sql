@@ -141,3 +141,73 @@ SELECT run_id,
 FROM archive_cluster_run_log;
 
 GRANT SELECT ON archive_cluster_tables, archive_cluster_runs TO PUBLIC;
+
+/*
+ * Statistics.  Not open to PUBLIC: fragmentation reads indexes of any table
+ * (granted to pg_stat_scan_tables, like pgstattuple), buffers read the
+ * shared buffer headers (granted to pg_monitor, like pg_buffercache).
+ */
+CREATE FUNCTION archive_cluster_fragmentation(
+	relation regclass,
+	key_column name DEFAULT NULL,
+	sample_keys integer DEFAULT 200,
+	seed bigint DEFAULT 0,
+	OUT tier text,
+	OUT table_name regclass,
+	OUT index_name regclass,
+	OUT table_rows bigint,
+	OUT table_pages bigint,
+	OUT keys_sampled integer,
+	OUT rows_sampled bigint,
+	OUT avg_pages_per_key double precision,
+	OUT p95_pages_per_key double precision,
+	OUT max_pages_per_key bigint,
+	OUT ideal_pages_per_key double precision,
+	OUT fragmentation_ratio double precision,
+	OUT rows_per_page_touched double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'archive_cluster_fragmentation'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 3;
+
+CREATE FUNCTION archive_cluster_buffers(
+	relation regclass DEFAULT NULL,
+	OUT relation regclass,
+	OUT tier text,
+	OUT object regclass,
+	OUT kind text,
+	OUT buffers bigint,
+	OUT dirty_buffers bigint,
+	OUT pct_of_shared_buffers double precision,
+	OUT avg_usage_count double precision,
+	OUT rows_per_page_touched double precision,
+	OUT capacity_rows bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'archive_cluster_buffers'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 6;
+
+/* Fragmentation of every registered table that has an index on its key. */
+CREATE VIEW archive_cluster_fragmentation AS
+SELECT c.relation, f.*
+FROM archive_cluster_config c
+CROSS JOIN LATERAL archive_cluster_fragmentation(c.relation, NULL, 100) f
+WHERE EXISTS (
+	SELECT FROM pg_catalog.pg_index i
+	JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+	JOIN pg_catalog.pg_am am ON am.oid OPERATOR(pg_catalog.=) ic.relam
+	JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid
+		AND a.attnum OPERATOR(pg_catalog.=) i.indkey[0]
+	WHERE i.indrelid OPERATOR(pg_catalog.=) c.current_table
+	  AND am.amname OPERATOR(pg_catalog.=) 'btree'
+	  AND a.attname OPERATOR(pg_catalog.=) c.cluster_by[1]
+	  AND i.indisvalid AND i.indpred IS NULL);
+
+CREATE VIEW archive_cluster_buffers AS
+SELECT * FROM archive_cluster_buffers();
+
+REVOKE ALL ON FUNCTION archive_cluster_fragmentation(regclass, name, integer, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION archive_cluster_buffers(regclass) FROM PUBLIC;
+REVOKE ALL ON archive_cluster_fragmentation, archive_cluster_buffers FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION archive_cluster_fragmentation(regclass, name, integer, bigint) TO pg_stat_scan_tables;
+GRANT SELECT ON archive_cluster_fragmentation TO pg_stat_scan_tables;
+GRANT EXECUTE ON FUNCTION archive_cluster_buffers(regclass) TO pg_monitor;
+GRANT SELECT ON archive_cluster_buffers TO pg_monitor;

@@ -146,10 +146,11 @@ echo "== before: EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM t WHERE cid = \$1 ORDE
 psql -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT * FROM t WHERE cid = 1234 ORDER BY ts"
 before=$(measure)
 
-echo "== fragmentation before: heap pages spanned by each customer's rows"
-psql -c "SELECT round(avg(pages), 1) AS avg_pages_per_customer, round(avg(nrows), 1) AS avg_rows_per_customer,
-		round(avg(nrows) / avg(pages), 2) AS rows_per_page_touched
-	FROM (SELECT cid, count(*) AS nrows, count(DISTINCT (ctid::text::point)[0]) AS pages FROM t GROUP BY cid) s"
+echo "== fragmentation before: SELECT * FROM archive_cluster_fragmentation('t', 'cid')"
+psql -x <<'SQL'
+\timing on
+SELECT * FROM archive_cluster_fragmentation('t', 'cid');
+SQL
 
 echo "== register: SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour')"
 psql -c "SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour')"
@@ -172,10 +173,15 @@ echo "== after: the same statement through the view"
 psql -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT * FROM t WHERE cid = 1234 ORDER BY ts"
 after=$(measure)
 
-echo "== fragmentation after (archive)"
-psql -c "SELECT round(avg(pages), 1) AS avg_pages_per_customer, round(avg(nrows), 1) AS avg_rows_per_customer,
-		round(avg(nrows) / avg(pages), 2) AS rows_per_page_touched
-	FROM (SELECT cid, count(*) AS nrows, count(DISTINCT (ctid::text::point)[0]) AS pages FROM t_archive GROUP BY cid) s"
+echo "== fragmentation after: SELECT * FROM archive_cluster_fragmentation"
+psql -c "SELECT tier, table_name, keys_sampled, rows_sampled, round(avg_pages_per_key::numeric, 1) AS avg_pages,
+		p95_pages_per_key AS p95, max_pages_per_key AS max, round(ideal_pages_per_key::numeric, 1) AS ideal,
+		round(fragmentation_ratio::numeric, 2) AS ratio, round(rows_per_page_touched::numeric, 1) AS rows_per_page
+	FROM archive_cluster_fragmentation"
+echo "== shared buffers: SELECT * FROM archive_cluster_buffers"
+psql -c "SELECT tier, object, kind, buffers, dirty_buffers, round(pct_of_shared_buffers::numeric, 2) AS pct,
+		round(avg_usage_count::numeric, 1) AS usage, round(rows_per_page_touched::numeric, 1) AS rows_per_page,
+		capacity_rows FROM archive_cluster_buffers"
 
 echo
 echo "== buffers touched by \"select all\" for a customer (hit + read, from EXPLAIN BUFFERS)"

@@ -15,9 +15,11 @@
 #error "archive_cluster requires PostgreSQL 15 or later"
 #endif
 
+#include "access/genam.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/buf_internals.h"
 #include "utils/acl.h"
 #include "utils/wait_event.h"
 
@@ -72,6 +74,37 @@
 #define ac_is_background_worker() AmBackgroundWorkerProcess()
 #else
 #define ac_is_background_worker() IsBackgroundWorker
+#endif
+
+/*
+ * index_beginscan() takes an instrumentation argument since 18.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ac_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
+#else
+#define ac_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
+/*
+ * The file a relation is stored in, and the file of a shared buffer's tag:
+ * RelFileNode became RelFileLocator in 16, and buffer tags got accessors.
+ */
+#if PG_VERSION_NUM >= 160000
+#define ac_rel_spc(rel)		((rel)->rd_locator.spcOid)
+#define ac_rel_number(rel)	((rel)->rd_locator.relNumber)
+#define ac_tag_spc(tag)		((tag)->spcOid)
+#define ac_tag_db(tag)		((tag)->dbOid)
+#define ac_tag_number(tag)	BufTagGetRelNumber(tag)
+#define ac_tag_fork(tag)	BufTagGetForkNum(tag)
+#else
+#define ac_rel_spc(rel)		((rel)->rd_node.spcNode)
+#define ac_rel_number(rel)	((rel)->rd_node.relNode)
+#define ac_tag_spc(tag)		((tag)->rnode.spcNode)
+#define ac_tag_db(tag)		((tag)->rnode.dbNode)
+#define ac_tag_number(tag)	((tag)->rnode.relNode)
+#define ac_tag_fork(tag)	((tag)->forkNum)
 #endif
 
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */
