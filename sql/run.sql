@@ -62,3 +62,11 @@ SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('t', for
 RESET archive_cluster.max_batch_rows;
 UPDATE archive_cluster_config SET hot_window = '1 hour', batch_rows = NULL WHERE relation = 't'::regclass;
 SELECT (SELECT count(*) FROM t) AS rows, (SELECT count(*) FROM t_current) AS current_rows;
+
+-- a CHECK constraint added to the archive alone is enforced by runs
+ALTER TABLE t_archive ADD CONSTRAINT archive_only CHECK (pad <> 'forbidden') NOT VALID;
+INSERT INTO t SELECT now() - interval '1 day', 500001, 1, 'forbidden';
+SELECT try($$SELECT * FROM archive_cluster_run('t', force => true)$$);
+SELECT count(*) AS still_current FROM t_current WHERE id = 500001;
+DELETE FROM t WHERE id = 500001;
+ALTER TABLE t_archive DROP CONSTRAINT archive_only;

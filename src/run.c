@@ -416,6 +416,9 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 			execute_attr_map_slot(m->map->attrMap, m->sortslot, dst);
 		else
 			ExecCopySlot(dst, m->sortslot);
+		/* constraints added to the archive alone are checked too */
+		if (m->arc->rd_att->constr)
+			ExecConstraints(m->rri, dst, m->estate);
 		if (++m->nslots == AC_MULTI_INSERT)
 			ac_flush(m);
 	}
@@ -479,7 +482,7 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	m.map = convert_tuples_by_name(RelationGetDescr(m.cur), RelationGetDescr(m.arc));
 	m.estate = CreateExecutorState();
 	m.rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(m.rri, m.arc, 1, NULL, 0);
+	InitResultRelInfo(m.rri, m.arc, 0, NULL, 0);
 	ExecOpenIndices(m.rri, false);
 	m.bistate = GetBulkInsertState();
 	m.fetchslot = table_slot_create(m.cur, NULL);

@@ -46,6 +46,61 @@ static MemoryContext ac_cycle_cxt = NULL;
  */
 static bool ac_first_cycle = true;
 
+/*
+ * A table whose run failed is tried again after naptime x 2^failures (at
+ * most an hour), so that a lasting error does not fill the run history.
+ */
+typedef struct AcBackoff
+{
+	Oid			relation;
+	int			failures;
+	TimestampTz next_try;
+} AcBackoff;
+
+static List *ac_backoffs = NIL;	/* in TopMemoryContext */
+
+static AcBackoff *
+ac_backoff_of(Oid relation)
+{
+	ListCell   *lc;
+
+	foreach(lc, ac_backoffs)
+		if (((AcBackoff *) lfirst(lc))->relation == relation)
+			return lfirst(lc);
+	return NULL;
+}
+
+static void
+ac_backoff_failed(Oid relation)
+{
+	AcBackoff  *b = ac_backoff_of(relation);
+	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	int64		secs;
+
+	if (b == NULL)
+	{
+		b = palloc0(sizeof(AcBackoff));
+		b->relation = relation;
+		ac_backoffs = lappend(ac_backoffs, b);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	b->failures++;
+	secs = Min((int64) archive_cluster_naptime << Min(b->failures, 20), 3600);
+	b->next_try = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), secs * 1000);
+}
+
+static void
+ac_backoff_succeeded(Oid relation)
+{
+	AcBackoff  *b = ac_backoff_of(relation);
+
+	if (b != NULL)
+	{
+		ac_backoffs = list_delete_ptr(ac_backoffs, b);
+		pfree(b);
+	}
+}
+
 static void
 ac_begin(const char *activity)
 {
@@ -121,20 +176,24 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
 
 /*
  * Archive one table if it is due: one batch per transaction, until nothing
- * is left or archive_cluster.max_runtime has passed.
+ * is left or archive_cluster.max_runtime has passed.  A table whose last
+ * run failed waits for its backoff.
  */
 static void
 ac_worker_table(Oid relation)
 {
 	TimestampTz deadline = 0;
+	AcBackoff  *b = ac_backoff_of(relation);
 
+	if (b != NULL && GetCurrentTimestamp() < b->next_try)
+		return;
 	if (archive_cluster_max_runtime > 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   archive_cluster_max_runtime * 1000L);
 	for (;;)
 	{
 		AcRunResult res;
-		char	   *relname = NULL;
+		char	   *volatile relname = NULL;
 		bool		ran = false;
 		TimestampTz started = GetCurrentTimestamp();
 
@@ -177,10 +236,13 @@ ac_worker_table(Oid relation)
 					 errmsg("archive_cluster: archive run of \"%s\" failed: %s",
 							relname ? relname : "?", edata->message)));
 			ac_worker_record_error(relation, started, edata->message);
+			ac_backoff_failed(relation);
 			return;
 		}
 		PG_END_TRY();
 
+		if (ran)
+			ac_backoff_succeeded(relation);
 		if (ran && res.batches > 0)
 		{
 			double		secs = (res.finished - res.started) / 1000000.0;

@@ -124,6 +124,43 @@ $node->append_conf('postgresql.conf', 'archive_cluster.enabled = on');
 $node->reload;
 ok(archived('app', 'off', 30000), 'enabled = on again: archived');
 
+# --- an error in one table is logged and recorded; the worker goes on with the others
+my $worker_pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'");
+$node->safe_psql(
+	'app', q{
+BEGIN;
+CREATE TABLE bad (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
+INSERT INTO bad SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
+SELECT archive_cluster_register('bad', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
+-- a row planted in the archive behind the view's back: the run hits its unique key
+INSERT INTO bad_archive VALUES (1, 1, now(), 'planted');
+CREATE TABLE good (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
+INSERT INTO good SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
+SELECT archive_cluster_register('good', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
+COMMIT;
+});
+ok(archived('app', 'good', 30000), 'the other table is archived');
+ok( $node->poll_query_until(
+		'app',
+		"SELECT count(*) > 0 FROM archive_cluster_runs WHERE relation = 'bad'::regclass AND started_by = 'worker' AND rows_moved = 0 AND error LIKE 'duplicate key value violates unique constraint%'"
+	),
+	'the failed run is recorded with its error');
+ok($node->log_contains(qr/WARNING:  archive_cluster: archive run of "bad" failed: duplicate key value/),
+	'and logged');
+is($node->safe_psql('app', 'SELECT count(*) FROM bad_current'),
+	'30000', 'the failed run moved nothing');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'"
+	),
+	$worker_pid,
+	'the worker survived the error');
+sleep(3);
+is($node->safe_psql('app', "SELECT count(*) <= 3 FROM archive_cluster_runs WHERE relation = 'bad'::regclass"),
+	't', 'a failing table is retried with a backoff, not every naptime');
+$node->safe_psql('app', 'DELETE FROM bad_archive WHERE id = 1 AND pad = \'planted\'');
+
 # --- a run in progress elsewhere: the worker skips and says so
 my $holder = $node->background_psql('app');
 make_table('app', 'ov', 30000);
