@@ -70,3 +70,41 @@ SELECT try($$SELECT * FROM archive_cluster_run('t', force => true)$$);
 SELECT count(*) AS still_current FROM t_current WHERE id = 500001;
 DELETE FROM t WHERE id = 500001;
 ALTER TABLE t_archive DROP CONSTRAINT archive_only;
+
+-- index entries of a run are sorted per index: partial, expression, unique and
+-- multi-column btree indexes all get every entry; a hash index falls back to
+-- row-by-row inserts
+CREATE TABLE ix (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, name text NOT NULL, amount int NOT NULL);
+CREATE INDEX ix_partial ON ix (amount) WHERE amount > 50;
+CREATE INDEX ix_expr ON ix (lower(name));
+CREATE UNIQUE INDEX ix_unique ON ix (name);
+CREATE INDEX ix_cid_ts ON ix (cid, ts);
+INSERT INTO ix SELECT g, g % 13, now() - interval '1 day' + g * interval '1 s', 'Name' || g, g % 100
+FROM generate_series(1, 5000) g;
+SELECT archive_cluster_register('ix', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour');
+SELECT rows_moved FROM archive_cluster_run('ix', force => true);
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT (SELECT count(*) FROM ix_archive WHERE amount > 50) AS partial,
+	   (SELECT count(*) FROM ix_archive WHERE lower(name) >= 'name') AS expr,
+	   (SELECT count(*) FROM ix_archive WHERE name >= 'Name') AS uniq,
+	   (SELECT count(*) FROM ix_archive WHERE cid >= 0) AS cid_ts,
+	   (SELECT count(*) FROM ix_archive WHERE id > 0) AS pkey;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ix_archive WHERE amount > 50;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SELECT count(*) AS partial_expected FROM ix_archive WHERE amount > 50;
+-- a duplicate planted in the archive: the unique index refuses the run
+INSERT INTO ix_archive VALUES (900001, 1, now() - interval '1 day', 'Dup', 1);
+INSERT INTO ix VALUES (900002, 1, now() - interval '1 day', 'Dup', 1);
+SELECT try($$SELECT * FROM archive_cluster_run('ix', force => true)$$);
+DELETE FROM ix WHERE id IN (900001, 900002);
+-- with a hash index, row by row
+CREATE INDEX ix_hash ON ix_archive USING hash (name);
+INSERT INTO ix SELECT g, g % 13, now() - interval '1 day', 'Hash' || g, 7 FROM generate_series(10001, 10100) g;
+SELECT rows_moved FROM archive_cluster_run('ix', force => true);
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) AS via_hash FROM ix_archive WHERE name = 'Hash10050';
+RESET enable_seqscan;
+RESET enable_bitmapscan;
