@@ -15,15 +15,28 @@
  *		Statements are prepared once per backend and view, and thrown away
  *		when any of the three relations changes (relcache invalidation).
  *
+ *		Two fast paths skip the executor start-up of a statement per row,
+ *		which dominates COPY and multi-row INSERT through the view:
+ *		- INSERT into a current table without triggers, row-level security,
+ *		  generated columns or deferrable unique indexes goes straight to the
+ *		  table and its indexes (constraints checked), after a check of the
+ *		  caller's INSERT privilege; otherwise it runs a prepared INSERT.
+ *		- The identity key's uniqueness across the two tables is checked by
+ *		  a direct scan of the other table's key index.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_operator.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -38,6 +51,7 @@
 #include "utils/syscache.h"
 
 #include "archive_cluster.h"
+#include "compat.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_view_trigger);
 
@@ -67,6 +81,11 @@ typedef struct AcTriggerEntry
 	bool	   *typbyvals;
 	SPIPlanPtr	insert;
 	AcTierPlans tiers[2];		/* 0 = current, 1 = archive */
+	bool		direct_insert;	/* INSERT may skip the prepared statement */
+	int		   *cur_from_view;	/* per column of current: view column or -1 */
+	int			cur_natts;
+	Oid			keyindex[2];	/* the key's unique index in each tier */
+	Oid			keyeqproc[2][INDEX_MAX_KEYS];
 	MemoryContext mcxt;
 } AcTriggerEntry;
 
@@ -216,6 +235,96 @@ ac_prepare_tier(AcTriggerEntry *e, AcTierPlans *tier, const char *qrel,
 }
 
 /* The cache entry of a registered view, (re)built when needed. */
+/*
+ * The unique btree index of rel whose key columns are exactly the view's
+ * identity key columns, in order; InvalidOid when there is none.
+ */
+static Oid
+ac_find_key_index(Relation rel, Relation view, AcTriggerEntry *e, Oid *eqprocs)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	Oid			result = InvalidOid;
+
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index ix = idx->rd_index;
+		bool		ok;
+		int			i;
+
+		ok = ix->indisunique && ix->indimmediate && ix->indisvalid &&
+			idx->rd_rel->relam == BTREE_AM_OID && ix->indnkeyatts == e->nkeys &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL);
+		for (i = 0; ok && i < e->nkeys; i++)
+		{
+			AttrNumber	attnum = ix->indkey.values[i];
+			const char *keyname = NameStr(TupleDescAttr(RelationGetDescr(view), e->keycols[i])->attname);
+			Oid			eqop;
+
+			ok = attnum > 0 &&
+				strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname), keyname) == 0;
+			if (!ok)
+				break;
+			eqop = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
+									   idx->rd_opcintype[i], BTEqualStrategyNumber);
+			ok = OidIsValid(eqop);
+			if (ok)
+				eqprocs[i] = get_opcode(eqop);
+		}
+		if (ok)
+			result = RelationGetRelid(idx);
+		index_close(idx, AccessShareLock);
+		if (OidIsValid(result))
+			break;
+	}
+	list_free(indexes);
+	return result;
+}
+
+/* Decide what the fast paths can do for this view (see the header). */
+static void
+ac_prepare_fast_paths(AcTriggerEntry *e, Relation view, Relation cur, Relation arc)
+{
+	TupleDesc	cdesc = RelationGetDescr(cur);
+	List	   *indexes;
+	ListCell   *lc;
+	int			i;
+	int			j;
+
+	e->keyindex[0] = ac_find_key_index(cur, view, e, e->keyeqproc[0]);
+	e->keyindex[1] = ac_find_key_index(arc, view, e, e->keyeqproc[1]);
+
+	e->direct_insert = cur->trigdesc == NULL && !cur->rd_rel->relrowsecurity &&
+		!(cdesc->constr && cdesc->constr->has_generated_stored);
+	indexes = RelationGetIndexList(cur);
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+
+		if (!idx->rd_index->indimmediate)
+			e->direct_insert = false;
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexes);
+
+	e->cur_natts = cdesc->natts;
+	e->cur_from_view = MemoryContextAlloc(e->mcxt, sizeof(int) * cdesc->natts);
+	for (i = 0; i < cdesc->natts; i++)
+	{
+		Form_pg_attribute catt = TupleDescAttr(cdesc, i);
+
+		e->cur_from_view[i] = -1;
+		for (j = 0; !catt->attisdropped && j < e->natts; j++)
+			if (strcmp(NameStr(catt->attname),
+					   NameStr(TupleDescAttr(RelationGetDescr(view), j)->attname)) == 0)
+				e->cur_from_view[i] = j;
+		if (!catt->attisdropped && e->cur_from_view[i] < 0)
+			e->direct_insert = false;
+	}
+}
+
 static AcTriggerEntry *
 ac_trigger_entry(Relation view)
 {
@@ -355,6 +464,8 @@ ac_trigger_entry(Relation view)
 	ac_prepare_tier(e, &e->tiers[1], ac_qualified_name(cfg.archive),
 					e->arc_settable, names, eqsql, returning.data);
 
+	ac_prepare_fast_paths(e, view, cur, arc);
+
 	table_close(cur, AccessShareLock);
 	table_close(arc, AccessShareLock);
 	e->valid = true;
@@ -384,6 +495,96 @@ ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected)
 }
 
 /*
+ * INSERT a row of the view straight into <t>_current: constraints, heap,
+ * indexes, as an INSERT statement would for a table without triggers.
+ * Returns false (and does nothing) when the caller lacks the table-level
+ * INSERT privilege: the prepared statement then decides, with the usual
+ * column-level checks and errors.
+ */
+static bool
+ac_direct_insert(AcTriggerEntry *e, Datum *viewv, bool *viewn)
+{
+	Relation	rel = table_open(e->current, RowExclusiveLock);
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	int			i;
+
+	if (pg_class_aclcheck(e->current, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	ExecClearTuple(slot);
+	for (i = 0; i < e->cur_natts; i++)
+	{
+		int			v = e->cur_from_view[i];
+
+		slot->tts_values[i] = v >= 0 ? viewv[v] : (Datum) 0;
+		slot->tts_isnull[i] = v >= 0 ? viewn[v] : true;
+	}
+	ExecStoreVirtualTuple(slot);
+
+	if (rel->rd_att->constr)
+		ExecConstraints(rri, slot, estate);
+	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+	if (rri->ri_NumIndices > 0)
+		(void) ac_insert_index_tuples(rri, slot, estate);
+
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	return true;
+}
+
+/*
+ * Is there a row with these key values in a tier, seen by the latest
+ * snapshot?  Scans the tier's key index; NULL keys match nothing.
+ */
+static bool
+ac_key_exists(AcTriggerEntry *e, int tier, Datum *rowv, bool *rown)
+{
+	Relation	rel;
+	Relation	idx;
+	Snapshot	snapshot;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	bool		found;
+	int			i;
+
+	for (i = 0; i < e->nkeys; i++)
+		if (rown[e->keycols[i]])
+			return false;
+
+	rel = table_open(tier == 0 ? e->current : e->archive, AccessShareLock);
+	idx = index_open(e->keyindex[tier], AccessShareLock);
+	for (i = 0; i < e->nkeys; i++)
+		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+							   idx->rd_indcollation[i], e->keyeqproc[tier][i],
+							   rowv[e->keycols[i]]);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	slot = table_slot_create(rel, NULL);
+	scan = ac_index_beginscan(rel, idx, snapshot, e->nkeys, 0);
+	index_rescan(scan, skeys, e->nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	/* keep the locks until the end of the transaction, as a scan would */
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
  * The identity key is unique within each table; keep it unique across the
  * two.  After writing a row with key values keyv into one tier, look for the
  * key in the other tier with the latest snapshot (so that a run or another
@@ -395,20 +596,27 @@ ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
 {
 	Datum		keyv[INDEX_MAX_KEYS];
 	char		keyn[INDEX_MAX_KEYS];
+	bool		found;
 	int			rc;
 	int			i;
 
-	for (i = 0; i < e->nkeys; i++)
+	if (OidIsValid(e->keyindex[other_tier]))
+		found = ac_key_exists(e, other_tier, rowv, rown);
+	else
 	{
-		keyv[i] = rowv[e->keycols[i]];
-		keyn[i] = rown[e->keycols[i]] ? 'n' : ' ';
+		for (i = 0; i < e->nkeys; i++)
+		{
+			keyv[i] = rowv[e->keycols[i]];
+			keyn[i] = rown[e->keycols[i]] ? 'n' : ' ';
+		}
+		rc = SPI_execute_snapshot(e->tiers[other_tier].exists, keyv, keyn,
+								  GetLatestSnapshot(), InvalidSnapshot,
+								  true, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute_snapshot returned %s", SPI_result_code_string(rc));
+		found = SPI_processed > 0;
 	}
-	rc = SPI_execute_snapshot(e->tiers[other_tier].exists, keyv, keyn,
-							  GetLatestSnapshot(), InvalidSnapshot,
-							  true, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_snapshot returned %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
+	if (found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("duplicate key value violates the row identity of \"%s\"",
@@ -484,8 +692,13 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 			args[n] = oldv[i];
 			argn[n++] = oldn[i] ? 'n' : ' ';
 		}
-		ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING);
-		result = SPI_copytuple(SPI_tuptable->vals[0]);
+		if (e->direct_insert && ac_direct_insert(e, oldv, oldn))
+			result = td->tg_trigtuple;	/* stored as given: no trigger or generated column changes it */
+		else
+		{
+			ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING);
+			result = SPI_copytuple(SPI_tuptable->vals[0]);
+		}
 		ac_check_key_unique(view, e, 1, oldv, oldn);
 	}
 	else
