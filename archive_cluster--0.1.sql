@@ -93,6 +93,12 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'archive_cluster_view_trigger'
 LANGUAGE C;
 
+/* Writes the rows INSERTed through a registered view at the end of each statement. */
+CREATE FUNCTION archive_cluster_view_flush()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'archive_cluster_view_flush'
+LANGUAGE C;
+
 CREATE VIEW archive_cluster_tables AS
 SELECT c.relation,
 	   c.current_table,

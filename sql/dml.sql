@@ -78,3 +78,48 @@ UPDATE "Events" SET body = 'longer body' WHERE "Seq" = 2 RETURNING "Seq", body, 
 UPDATE "Events" SET body = 'x' WHERE "Seq" = 51 RETURNING "Seq", body, body_len;
 -- an ALWAYS identity column cannot be changed through the view either
 UPDATE "Events" SET "Seq" = 1000 WHERE "Seq" = 3;
+
+-- INSERTs through the view are written in batches (1000 rows, and at the end of each statement)
+CREATE TABLE bt (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, note text CHECK (note <> 'bad'));
+SELECT archive_cluster_register('bt', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour');
+INSERT INTO bt SELECT g, g % 7, now(), 'n' FROM generate_series(1, 2500) g;
+SELECT count(*), sum(id) FROM bt;
+INSERT INTO bt VALUES (2501, 1, now(), 'r'), (2502, 2, now(), 'r') RETURNING id, cid, note;
+-- a failing statement leaves none of its rows, before or after a batch boundary
+SELECT try($$INSERT INTO bt SELECT 3000 + g, 1, now(), CASE WHEN g = 1500 THEN 'bad' ELSE 'n' END FROM generate_series(1, 2000) g$$);
+SELECT try($$INSERT INTO bt SELECT 4000 + g, 1, now(), 'n' FROM generate_series(1, 10) g UNION ALL SELECT 1, 1, now(), 'dup'$$);
+SELECT count(*) FROM bt;
+-- the key stays unique across tiers
+SELECT rows_moved FROM archive_cluster_run('bt', force => true) WHERE false;
+UPDATE archive_cluster_config SET hot_window = '0' WHERE relation = 'bt'::regclass;
+SELECT rows_moved FROM archive_cluster_run('bt', force => true);
+UPDATE archive_cluster_config SET hot_window = '1 hour' WHERE relation = 'bt'::regclass;
+SELECT try($$INSERT INTO bt VALUES (7000, 1, now(), 'n'), (5, 1, now(), 'in the archive')$$);
+SELECT try($$INSERT INTO bt VALUES (7000, 1, now(), 'n'), (7000, 1, now(), 'twice')$$);
+COPY bt FROM STDIN;
+8001	1	2030-01-01 00:00:00+00	copied
+8002	2	2030-01-01 00:00:00+00	copied
+\.
+SELECT count(*) FROM bt WHERE note = 'copied';
+-- a subtransaction that fails inside a statement drops only its own rows
+CREATE FUNCTION bt_maybe(i int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	BEGIN
+		INSERT INTO bt VALUES (9000 + i, 1, now(), CASE WHEN i % 2 = 0 THEN 'bad' ELSE 'inner' END);
+	EXCEPTION WHEN check_violation THEN
+		NULL;
+	END;
+	RETURN i;
+END $$;
+INSERT INTO bt SELECT 9500 + bt_maybe(g), 1, now(), 'outer' FROM generate_series(1, 6) g;
+SELECT note, count(*) FROM bt WHERE id >= 9000 GROUP BY note ORDER BY note;
+-- rolled back: gone
+BEGIN;
+INSERT INTO bt SELECT 10000 + g, 1, now(), 'rolled back' FROM generate_series(1, 1500) g;
+ROLLBACK;
+SELECT count(*) FROM bt WHERE id > 10000;
+SELECT (SELECT count(*) FROM bt_current) + (SELECT count(*) FROM bt_archive) = (SELECT count(*) FROM bt) AS consistent;
+DELETE FROM archive_cluster_run_log WHERE relation = 'bt'::regclass;
+SELECT archive_cluster_unregister('bt') AS moved_back;
+DROP TABLE bt;
+DROP FUNCTION bt_maybe(int);

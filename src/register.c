@@ -546,6 +546,10 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 						 " ON %s FOR EACH ROW EXECUTE FUNCTION %s()",
 						 qrel, ac_extension_object("archive_cluster_view_trigger")),
 				SPI_OK_UTILITY);
+	ac_spi_exec(psprintf("CREATE TRIGGER archive_cluster_flush AFTER INSERT"
+						 " ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()",
+						 qrel, ac_extension_object("archive_cluster_view_flush")),
+				SPI_OK_UTILITY);
 
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 

@@ -21,6 +21,13 @@
  *		  generated columns or deferrable unique indexes goes straight to the
  *		  table and its indexes (constraints checked), after a check of the
  *		  caller's INSERT privilege; otherwise it runs a prepared INSERT.
+ *		  Such rows are kept in a buffer and written together, with
+ *		  multi-inserts, when it holds AC_INSERT_BATCH rows and at the end of
+ *		  the statement (the view's AFTER INSERT FOR EACH STATEMENT trigger
+ *		  archive_cluster_flush), as COPY into a table does.  The row the
+ *		  trigger returns (RETURNING) is the row as it will be stored.  A
+ *		  buffer holds the rows of one view and one (sub)transaction level;
+ *		  it is dropped when that level aborts.
  *		- The identity key's uniqueness across the two tables is checked by
  *		  a direct scan of the other table's key index.
  *
@@ -29,9 +36,12 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/relscan.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_operator.h"
@@ -54,6 +64,10 @@
 #include "compat.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_view_trigger);
+PG_FUNCTION_INFO_V1(archive_cluster_view_flush);
+
+/* rows of INSERTs through a view written together */
+#define AC_INSERT_BATCH 1000
 
 /* The statements of one tier (current or archive). */
 typedef struct AcTierPlans
@@ -82,6 +96,9 @@ typedef struct AcTriggerEntry
 	SPIPlanPtr	insert;
 	AcTierPlans tiers[2];		/* 0 = current, 1 = archive */
 	bool		direct_insert;	/* INSERT may skip the prepared statement */
+	bool		batch_insert;	/* ... and be written at the end of the statement */
+	TupleDesc	cur_desc;
+	AttrNumber	keycur[INDEX_MAX_KEYS]; /* the key's columns in current */
 	int		   *cur_from_view;	/* per column of current: view column or -1 */
 	int			cur_natts;
 	Oid			keyindex[2];	/* the key's unique index in each tier */
@@ -290,6 +307,7 @@ ac_prepare_fast_paths(AcTriggerEntry *e, Relation view, Relation cur, Relation a
 	TupleDesc	cdesc = RelationGetDescr(cur);
 	List	   *indexes;
 	ListCell   *lc;
+	MemoryContext oldcxt;
 	int			i;
 	int			j;
 
@@ -322,6 +340,27 @@ ac_prepare_fast_paths(AcTriggerEntry *e, Relation view, Relation cur, Relation a
 				e->cur_from_view[i] = j;
 		if (!catt->attisdropped && e->cur_from_view[i] < 0)
 			e->direct_insert = false;
+	}
+	for (i = 0; i < e->nkeys; i++)
+		e->keycur[i] = get_attnum(e->current,
+								  NameStr(TupleDescAttr(RelationGetDescr(view), e->keycols[i])->attname));
+	oldcxt = MemoryContextSwitchTo(e->mcxt);
+	e->cur_desc = CreateTupleDescCopy(cdesc);
+	MemoryContextSwitchTo(oldcxt);
+
+	/*
+	 * Batches need the flush trigger, and no other trigger on the view that
+	 * could look at the table before it fires.
+	 */
+	e->batch_insert = e->direct_insert && OidIsValid(e->keyindex[1]) &&
+		view->trigdesc != NULL && view->trigdesc->numtriggers == 2;
+	for (i = 0; e->batch_insert && i < view->trigdesc->numtriggers; i++)
+	{
+		Trigger    *tg = &view->trigdesc->triggers[i];
+
+		if (strcmp(tg->tgname, "archive_cluster_dml") != 0 &&
+			strcmp(tg->tgname, "archive_cluster_flush") != 0)
+			e->batch_insert = false;
 	}
 }
 
@@ -367,6 +406,8 @@ ac_trigger_entry(Relation view)
 	if (e->valid)
 		return e;
 	ac_free_entry(e);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 
 	if (!ac_load_config(viewid, &cfg, CurrentMemoryContext))
 		ereport(ERROR,
@@ -469,6 +510,7 @@ ac_trigger_entry(Relation view)
 	table_close(cur, AccessShareLock);
 	table_close(arc, AccessShareLock);
 	e->valid = true;
+	SPI_finish();
 	return e;
 }
 
@@ -545,11 +587,12 @@ ac_direct_insert(AcTriggerEntry *e, Datum *viewv, bool *viewn)
 }
 
 /*
- * Is there a row with these key values in a tier, seen by the latest
- * snapshot?  Scans the tier's key index; NULL keys match nothing.
+ * Is there a row with these key values in heap, seen by the latest
+ * snapshot?  Scans its key index; NULL keys match nothing.
  */
 static bool
-ac_key_exists(AcTriggerEntry *e, int tier, Datum *rowv, bool *rown)
+ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
+			  Datum *keyv, bool *keyn)
 {
 	Relation	rel;
 	Relation	idx;
@@ -560,20 +603,19 @@ ac_key_exists(AcTriggerEntry *e, int tier, Datum *rowv, bool *rown)
 	bool		found;
 	int			i;
 
-	for (i = 0; i < e->nkeys; i++)
-		if (rown[e->keycols[i]])
+	for (i = 0; i < nkeys; i++)
+		if (keyn[i])
 			return false;
 
-	rel = table_open(tier == 0 ? e->current : e->archive, AccessShareLock);
-	idx = index_open(e->keyindex[tier], AccessShareLock);
-	for (i = 0; i < e->nkeys; i++)
+	rel = table_open(heapid, AccessShareLock);
+	idx = index_open(indexid, AccessShareLock);
+	for (i = 0; i < nkeys; i++)
 		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-							   idx->rd_indcollation[i], e->keyeqproc[tier][i],
-							   rowv[e->keycols[i]]);
+							   idx->rd_indcollation[i], eqprocs[i], keyv[i]);
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	slot = table_slot_create(rel, NULL);
-	scan = ac_index_beginscan(rel, idx, snapshot, e->nkeys, 0);
-	index_rescan(scan, skeys, e->nkeys, NULL, 0);
+	scan = ac_index_beginscan(rel, idx, snapshot, nkeys, 0);
+	index_rescan(scan, skeys, nkeys, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -582,6 +624,313 @@ ac_key_exists(AcTriggerEntry *e, int tier, Datum *rowv, bool *rown)
 	index_close(idx, NoLock);
 	table_close(rel, NoLock);
 	return found;
+}
+
+static void
+ac_key_violation(const char *viewname, Oid other)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates the row identity of \"%s\"", viewname),
+			 errdetail("A row with the same key is already in %s.", get_rel_name(other))));
+}
+
+/* ---- INSERTs written in batches ---- */
+
+typedef struct AcInsertBuffer
+{
+	Oid			view;
+	char		viewname[NAMEDATALEN];
+	Oid			current;
+	Oid			archive;
+	Oid			arc_keyindex;
+	Oid			arc_keyeqproc[INDEX_MAX_KEYS];
+	int			nkeys;
+	AttrNumber	keycur[INDEX_MAX_KEYS];
+	int			nestlevel;		/* (sub)transaction level of the rows */
+	TupleDesc	desc;			/* of current, not reference-counted */
+	int			nrows;
+	HeapTuple	rows[AC_INSERT_BATCH];
+	MemoryContext cxt;			/* holds this struct and the rows */
+} AcInsertBuffer;
+
+/* the buffers of the running statements, at most one per view and level */
+static List *ac_buffers = NIL;	/* cells in TopTransactionContext */
+static bool ac_buffer_callbacks = false;
+
+static AcInsertBuffer *
+ac_buffer_find(Oid view, int nestlevel)
+{
+	ListCell   *lc;
+
+	foreach(lc, ac_buffers)
+	{
+		AcInsertBuffer *buf = lfirst(lc);
+
+		if (buf->view == view && buf->nestlevel == nestlevel)
+			return buf;
+	}
+	return NULL;
+}
+
+/*
+ * The largest key in the archive's key index (any entry, visible or not),
+ * for a one-column key: rows with a larger key need no probe.  False when
+ * the key has more columns or the index is empty.
+ */
+static bool
+ac_archive_max_key(AcInsertBuffer *buf, Datum *maxkey, FmgrInfo *cmp, Oid *collation)
+{
+	Relation	rel;
+	Relation	idx;
+	IndexScanDesc scan;
+	ItemPointer tid;
+	bool		found = false;
+
+	if (buf->nkeys != 1)
+		return false;
+	rel = table_open(buf->archive, AccessShareLock);
+	idx = index_open(buf->arc_keyindex, AccessShareLock);
+	scan = ac_index_beginscan(rel, idx, SnapshotAny, 0, 0);
+	scan->xs_want_itup = true;
+	index_rescan(scan, NULL, 0, NULL, 0);
+	tid = index_getnext_tid(scan, BackwardScanDirection);
+	if (tid != NULL && scan->xs_itup != NULL)
+	{
+		bool		isnull;
+		Datum		d = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(idx), 0);
+
+		if (!isnull)
+		{
+			*maxkey = datumCopy(d, att->attbyval, att->attlen);
+			fmgr_info_copy(cmp, index_getprocinfo(idx, 1, BTORDER_PROC), CurrentMemoryContext);
+			*collation = idx->rd_indcollation[0];
+			found = true;
+		}
+	}
+	index_endscan(scan);
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * Write the buffered rows: constraints, multi-insert, indexes, key check.
+ * Called at the (sub)transaction level of the rows.
+ */
+static void
+ac_buffer_flush(AcInsertBuffer *buf)
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot **slots;
+	CommandId	cid;
+	bool		have_max;
+	Datum		maxkey;
+	FmgrInfo	cmp;
+	Oid			collation;
+	int			i;
+	int			k;
+
+	if (buf == NULL)
+		return;
+	/* forget it first: an error below drops the rows with their (sub)transaction */
+	ac_buffers = list_delete_ptr(ac_buffers, buf);
+	if (buf->nrows == 0)
+	{
+		MemoryContextDelete(buf->cxt);
+		return;
+	}
+
+	rel = table_open(buf->current, RowExclusiveLock);
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slots = palloc(sizeof(TupleTableSlot *) * buf->nrows);
+	for (i = 0; i < buf->nrows; i++)
+	{
+		slots[i] = MakeSingleTupleTableSlot(buf->desc, &TTSOpsHeapTuple);
+		ExecStoreHeapTuple(buf->rows[i], slots[i], false);
+		if (rel->rd_att->constr)
+			ExecConstraints(rri, slots[i], estate);
+	}
+	cid = GetCurrentCommandId(true);
+	table_multi_insert(rel, slots, buf->nrows, cid, 0, NULL);
+	have_max = ac_archive_max_key(buf, &maxkey, &cmp, &collation);
+	for (i = 0; i < buf->nrows; i++)
+	{
+		Datum		keyv[INDEX_MAX_KEYS];
+		bool		keyn[INDEX_MAX_KEYS];
+
+		if (rri->ri_NumIndices > 0)
+			(void) ac_insert_index_tuples(rri, slots[i], estate);
+		ResetPerTupleExprContext(estate);
+		for (k = 0; k < buf->nkeys; k++)
+			keyv[k] = slot_getattr(slots[i], buf->keycur[k], &keyn[k]);
+		/* above every key the archive's index holds: cannot be there */
+		if (have_max && !keyn[0] &&
+			DatumGetInt32(FunctionCall2Coll(&cmp, collation, keyv[0], maxkey)) > 0)
+			continue;
+		if (ac_key_exists(buf->archive, buf->arc_keyindex, buf->arc_keyeqproc,
+						  buf->nkeys, keyv, keyn))
+			ac_key_violation(buf->viewname, buf->archive);
+	}
+	for (i = 0; i < buf->nrows; i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	MemoryContextDelete(buf->cxt);
+}
+
+/* Flush, or drop, the buffers of this (sub)transaction level and deeper ones. */
+static void
+ac_buffers_end_level(bool flush)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	foreach(lc, ac_buffers)
+	{
+		AcInsertBuffer *buf = lfirst(lc);
+
+		if (buf->nestlevel < level)
+			continue;
+		if (flush)
+			ac_buffer_flush(buf);	/* removes it from the list */
+		else
+		{
+			ac_buffers = list_delete_ptr(ac_buffers, buf);
+			MemoryContextDelete(buf->cxt);
+		}
+		ac_buffers_end_level(flush);	/* the list changed: start again */
+		return;
+	}
+}
+
+static void
+ac_buffer_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			/* normally none left: the flush trigger ran at the end of each statement */
+			ac_buffers_end_level(true);
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			ac_buffers = NIL;	/* all of it goes with TopTransactionContext */
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+ac_buffer_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+		ac_buffers_end_level(true);
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		ac_buffers_end_level(false);
+}
+
+/*
+ * Buffer one INSERTed row of the view (view-shaped values); false when the
+ * caller lacks the table-level INSERT privilege on <t>_current.
+ */
+static bool
+ac_buffer_insert(AcTriggerEntry *e, Relation view, Datum *viewv, bool *viewn)
+{
+	AcInsertBuffer *buf;
+	Datum	   *values;
+	bool	   *nulls;
+	MemoryContext oldcxt;
+	int			i;
+
+	if (pg_class_aclcheck(e->current, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		return false;
+
+	if (!ac_buffer_callbacks)
+	{
+		RegisterXactCallback(ac_buffer_xact_callback, NULL);
+		RegisterSubXactCallback(ac_buffer_subxact_callback, NULL);
+		ac_buffer_callbacks = true;
+	}
+	buf = ac_buffer_find(e->view, GetCurrentTransactionNestLevel());
+	if (buf == NULL)
+	{
+		MemoryContext cxt = AllocSetContextCreate(TopTransactionContext,
+												  "archive_cluster insert buffer",
+												  ALLOCSET_DEFAULT_SIZES);
+
+		buf = MemoryContextAllocZero(cxt, sizeof(AcInsertBuffer));
+
+		buf->cxt = cxt;
+		buf->view = e->view;
+		strlcpy(buf->viewname, RelationGetRelationName(view), NAMEDATALEN);
+		buf->current = e->current;
+		buf->archive = e->archive;
+		buf->arc_keyindex = e->keyindex[1];
+		buf->nkeys = e->nkeys;
+		memcpy(buf->arc_keyeqproc, e->keyeqproc[1], sizeof(buf->arc_keyeqproc));
+		memcpy(buf->keycur, e->keycur, sizeof(buf->keycur));
+		buf->nestlevel = GetCurrentTransactionNestLevel();
+		oldcxt = MemoryContextSwitchTo(cxt);
+		buf->desc = CreateTupleDescCopy(e->cur_desc);
+		MemoryContextSwitchTo(TopTransactionContext);
+		ac_buffers = lappend(ac_buffers, buf);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
+	values = palloc(sizeof(Datum) * e->cur_natts);
+	nulls = palloc(sizeof(bool) * e->cur_natts);
+	for (i = 0; i < e->cur_natts; i++)
+	{
+		int			v = e->cur_from_view[i];
+
+		values[i] = v >= 0 ? viewv[v] : (Datum) 0;
+		nulls[i] = v >= 0 ? viewn[v] : true;
+	}
+	oldcxt = MemoryContextSwitchTo(buf->cxt);
+	buf->rows[buf->nrows++] = heap_form_tuple(buf->desc, values, nulls);
+	MemoryContextSwitchTo(oldcxt);
+
+	if (buf->nrows == AC_INSERT_BATCH)
+		ac_buffer_flush(buf);
+	return true;
+}
+
+/*
+ * archive_cluster_view_flush(): AFTER INSERT FOR EACH STATEMENT on a
+ * registered view: write the rows its INSERT or COPY buffered.
+ */
+Datum
+archive_cluster_view_flush(PG_FUNCTION_ARGS)
+{
+	TriggerData *td;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("archive_cluster_view_flush() was not called by the trigger manager")));
+	td = (TriggerData *) fcinfo->context;
+	if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("archive_cluster_view_flush() must be fired AFTER, FOR EACH STATEMENT")));
+	ac_buffer_flush(ac_buffer_find(RelationGetRelid(td->tg_relation),
+								   GetCurrentTransactionNestLevel()));
+	return PointerGetDatum(NULL);
 }
 
 /*
@@ -601,7 +950,18 @@ ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
 	int			i;
 
 	if (OidIsValid(e->keyindex[other_tier]))
-		found = ac_key_exists(e, other_tier, rowv, rown);
+	{
+		bool		keynull[INDEX_MAX_KEYS];
+
+		for (i = 0; i < e->nkeys; i++)
+		{
+			keyv[i] = rowv[e->keycols[i]];
+			keynull[i] = rown[e->keycols[i]];
+		}
+		found = ac_key_exists(other_tier == 0 ? e->current : e->archive,
+							  e->keyindex[other_tier], e->keyeqproc[other_tier],
+							  e->nkeys, keyv, keynull);
+	}
 	else
 	{
 		for (i = 0; i < e->nkeys; i++)
@@ -617,12 +977,8 @@ ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
 		found = SPI_processed > 0;
 	}
 	if (found)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("duplicate key value violates the row identity of \"%s\"",
-						RelationGetRelationName(view)),
-				 errdetail("A row with the same key is already in %s.",
-						   get_rel_name(other_tier == 0 ? e->current : e->archive))));
+		ac_key_violation(RelationGetRelationName(view),
+						 other_tier == 0 ? e->current : e->archive);
 }
 
 /* Did an UPDATE change the identity key? */
@@ -672,16 +1028,22 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("archive_cluster_view_trigger() must be fired INSTEAD OF, FOR EACH ROW, on a view")));
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
 	e = ac_trigger_entry(view);
 	desc = RelationGetDescr(view);
 
 	oldv = palloc(sizeof(Datum) * e->natts);
 	oldn = palloc(sizeof(bool) * e->natts);
+	heap_deform_tuple(td->tg_trigtuple, desc, oldv, oldn);
+
+	/* the common INSERT: buffered, stored as given, no statement to run */
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event) && e->batch_insert &&
+		ac_buffer_insert(e, view, oldv, oldn))
+		return PointerGetDatum(td->tg_trigtuple);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	args = palloc(sizeof(Datum) * (2 * e->natts + e->nkeys));
 	argn = palloc(2 * e->natts + e->nkeys + 1);
-	heap_deform_tuple(td->tg_trigtuple, desc, oldv, oldn);
 
 	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
 	{
@@ -693,13 +1055,17 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 			argn[n++] = oldn[i] ? 'n' : ' ';
 		}
 		if (e->direct_insert && ac_direct_insert(e, oldv, oldn))
-			result = td->tg_trigtuple;	/* stored as given: no trigger or generated column changes it */
+		{
+			/* stored as given: no trigger or generated column changes it */
+			result = td->tg_trigtuple;
+			ac_check_key_unique(view, e, 1, oldv, oldn);
+		}
 		else
 		{
 			ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING);
 			result = SPI_copytuple(SPI_tuptable->vals[0]);
+			ac_check_key_unique(view, e, 1, oldv, oldn);
 		}
-		ac_check_key_unique(view, e, 1, oldv, oldn);
 	}
 	else
 	{
