@@ -82,11 +82,7 @@ ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops)
 		bool		ok;
 		int			i;
 
-		ok = ix->indisunique && ix->indimmediate && ix->indisvalid &&
-			ix->indislive && idx->rd_rel->relam == BTREE_AM_OID &&
-			ix->indnkeyatts <= INDEX_MAX_KEYS &&
-			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL);
+		ok = ac_is_key_index(idx) && ix->indnkeyatts <= INDEX_MAX_KEYS;
 
 		for (i = 0; ok && i < ix->indnkeyatts; i++)
 		{

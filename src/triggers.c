@@ -270,10 +270,7 @@ ac_find_key_index(Relation rel, Relation view, AcTriggerEntry *e, Oid *eqprocs)
 		bool		ok;
 		int			i;
 
-		ok = ix->indisunique && ix->indimmediate && ix->indisvalid &&
-			idx->rd_rel->relam == BTREE_AM_OID && ix->indnkeyatts == e->nkeys &&
-			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL);
+		ok = ac_is_key_index(idx) && ix->indnkeyatts == e->nkeys;
 		for (i = 0; ok && i < e->nkeys; i++)
 		{
 			AttrNumber	attnum = ix->indkey.values[i];

@@ -3,14 +3,18 @@
  * util.c
  *		Small helpers shared by archive_cluster's SQL functions: permission
  *		checks, running as a table's owner with a safe search_path, SPI
- *		shortcuts, and taking a lock with a timeout and retries.
+ *		shortcuts, taking a lock with a timeout and retries, and which index
+ *		can identify rows.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -36,6 +40,21 @@ ac_check_owner(Oid relid)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of table %s", get_rel_name(relid)),
 				 errhint("Only the owner of a table, a member of its owning role or a superuser can do this.")));
+}
+
+/*
+ * Can this index identify rows: a valid, immediate, unique btree index
+ * on plain columns, without a predicate?
+ */
+bool
+ac_is_key_index(Relation idx)
+{
+	Form_pg_index ix = idx->rd_index;
+
+	return ix->indisunique && ix->indimmediate && ix->indisvalid &&
+		ix->indislive && idx->rd_rel->relam == BTREE_AM_OID &&
+		heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+		heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL);
 }
 
 /* The owner of a relation. */
