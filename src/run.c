@@ -587,6 +587,20 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		m.nullsfirst[i] = false;
 	}
 
+	/* a column of current alone would be lost in the move: refuse */
+	for (i = 0; i < RelationGetDescr(m.cur)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), i);
+
+		if (!att->attisdropped &&
+			get_attnum(cfg->archive, NameStr(att->attname)) == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of \"%s\" has no counterpart in \"%s\"",
+							NameStr(att->attname), RelationGetRelationName(m.cur),
+							RelationGetRelationName(m.arc)),
+					 errhint("Add the column to the archive table too, or unregister and register the table again.")));
+	}
 	m.map = convert_tuples_by_name(RelationGetDescr(m.cur), RelationGetDescr(m.arc));
 	m.estate = CreateExecutorState();
 	m.rri = makeNode(ResultRelInfo);

@@ -756,15 +756,23 @@ ac_buffer_flush(AcInsertBuffer *buf)
 	}
 	cid = GetCurrentCommandId(true);
 	table_multi_insert(rel, slots, buf->nrows, cid, 0, NULL);
+	for (i = 0; i < buf->nrows && rri->ri_NumIndices > 0; i++)
+	{
+		(void) ac_insert_index_tuples(rri, slots[i], estate);
+		ResetPerTupleExprContext(estate);
+	}
+
+	/*
+	 * Only now, after the unique index inserts (which wait for a run moving
+	 * the same key), look at the archive: the largest key it holds, then a
+	 * probe for each row at or below it.
+	 */
 	have_max = ac_archive_max_key(buf, &maxkey, &cmp, &collation);
 	for (i = 0; i < buf->nrows; i++)
 	{
 		Datum		keyv[INDEX_MAX_KEYS];
 		bool		keyn[INDEX_MAX_KEYS];
 
-		if (rri->ri_NumIndices > 0)
-			(void) ac_insert_index_tuples(rri, slots[i], estate);
-		ResetPerTupleExprContext(estate);
 		for (k = 0; k < buf->nkeys; k++)
 			keyv[k] = slot_getattr(slots[i], buf->keycur[k], &keyn[k]);
 		/* above every key the archive's index holds: cannot be there */
