@@ -1,0 +1,390 @@
+#!/usr/bin/python3
+"""Numbers and plots of bench/bench.sh.
+
+  report.py lat PREFIX LAYOUT WORKLOAD STEP NAMES
+      per-transaction pgbench logs PREFIX.* -> CSV lines
+      layout,workload,step_rows,type,count,avg_ms,p99_ms (NAMES: the scripts'
+      names, comma-separated, in -f order)
+  report.py p99window RAWDIR LAYOUT T0 T1 ROWS_MOVED TABLE_ROWS
+      p99 of the inserts of p99_base_LAYOUT.* against those of p99_run_LAYOUT.*
+      that overlapped [T0, T1] (epoch seconds) -> focused.csv lines
+  report.py report RESULTS_DIR
+      plots (PNG) and summary.md with the targets of DESIGN.md
+"""
+import csv
+import glob
+import math
+import os
+import sys
+
+
+def pct(values, p):
+    """Nearest-rank percentile."""
+    if not values:
+        return float('nan')
+    v = sorted(values)
+    k = max(0, math.ceil(p / 100.0 * len(v)) - 1)
+    return v[k]
+
+
+def read_log(prefix):
+    """Transactions of pgbench's per-transaction logs (run with --max-tries, so
+    the last column is the retries): (script_no, latency_us or None when it
+    failed, end_epoch, retries)."""
+    out = []
+    for path in glob.glob(prefix + '.*'):
+        if path.endswith('.out'):
+            continue
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                # client_id transaction_no time script_no time_epoch time_us [schedule_lag] retries
+                if len(p) < 7 or p[2] == 'skipped':
+                    continue
+                lat = None if p[2] == 'failed' else int(p[2])
+                out.append((int(p[3]), lat, int(p[4]) + int(p[5]) / 1e6, int(p[-1])))
+    return out
+
+
+def cmd_lat(prefix, layout, workload, step, names):
+    names = names.split(',')
+    rows = read_log(prefix)
+    for i, name in enumerate(names):
+        mine = [r for r in rows if r[0] == i]
+        lat = [r[1] / 1000.0 for r in mine if r[1] is not None]
+        failed = sum(1 for r in mine if r[1] is None)
+        retried = sum(1 for r in mine if r[3] > 0)
+        avg = sum(lat) / len(lat) if lat else float('nan')
+        print('%s,%s,%s,%s,%d,%.3f,%.3f,%d,%d' % (layout, workload, step, name, len(lat), avg, pct(lat, 99),
+                                                  retried, failed))
+
+
+def cmd_p99window(raw, layout, t0, t1, moved, table_rows):
+    t0, t1 = float(t0), float(t1)
+    base = [r[1] / 1000.0 for r in read_log(os.path.join(raw, 'p99_base_' + layout)) if r[1] is not None]
+    during = []
+    for _, lat_us, end, _ in read_log(os.path.join(raw, 'p99_run_' + layout)):
+        if lat_us is None:
+            continue
+        start = end - lat_us / 1e6
+        if end >= t0 and start <= t1:
+            during.append(lat_us / 1000.0)
+    p_base, p_run = pct(base, 99), pct(during, 99)
+    bench = 'p99_inserts'
+    print('%s,%s,%s,run_seconds,%.3f,s' % (bench, layout, table_rows, t1 - t0))
+    print('%s,%s,%s,run_rows,%s,rows' % (bench, layout, table_rows, moved or 0))
+    print('%s,%s,%s,inserts_without_run,%d,inserts' % (bench, layout, table_rows, len(base)))
+    print('%s,%s,%s,inserts_during_run,%d,inserts' % (bench, layout, table_rows, len(during)))
+    print('%s,%s,%s,avg_without_run_ms,%.3f,ms' % (bench, layout, table_rows, sum(base) / max(len(base), 1)))
+    print('%s,%s,%s,avg_during_run_ms,%.3f,ms' % (bench, layout, table_rows, sum(during) / max(len(during), 1)))
+    print('%s,%s,%s,p99_without_run_ms,%.3f,ms' % (bench, layout, table_rows, p_base))
+    print('%s,%s,%s,p99_during_run_ms,%.3f,ms' % (bench, layout, table_rows, p_run))
+    print('%s,%s,%s,p99_ratio,%.2f,x' % (bench, layout, table_rows, p_run / p_base if p_base else float('nan')))
+
+
+# --------------------------------------------------------------------------
+# the report
+# --------------------------------------------------------------------------
+LAYOUTS = ['plain', 'sql', 'ext']
+LABEL = {'plain': 'plain table', 'sql': 'seed design in SQL/PL/pgSQL', 'ext': 'archive_cluster'}
+STYLE = {'plain': ('tab:red', 'o'), 'sql': ('tab:blue', 's'), 'ext': ('tab:green', '^')}
+TYPES = ['insert', 'update', 'select_one', 'select_hour', 'select_all']
+
+
+def load(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def fnum(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float('nan')
+
+
+def plots(res, steps, lat, runs):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    made = []
+    layouts = [l for l in LAYOUTS if any(s['layout'] == l for s in steps)]
+
+    # the seed's figure: average request time per type against rows
+    for stat, title in (('avg_ms', 'average'), ('p99_ms', 'p99')):
+        fig, axes = plt.subplots(1, 5, figsize=(20, 4.2))
+        for ax, typ in zip(axes, TYPES):
+            for l in layouts:
+                pts = sorted((int(r['step_rows']), fnum(r[stat])) for r in lat
+                             if r['layout'] == l and r['workload'] == 'mixed' and r['type'] == typ)
+                if pts:
+                    c, m = STYLE[l]
+                    ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], marker=m, color=c, label=LABEL[l])
+            ax.set_title('"%s"' % typ.replace('_', ' '))
+            ax.set_xlabel('rows (millions)')
+            ys = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
+            if ys and max(ys) / min(ys) > 20:
+                ax.set_yscale('log')
+            else:
+                ax.set_ylim(bottom=0)
+            ax.grid(True, which='both', alpha=0.3)
+        axes[0].set_ylabel('%s request time (ms)' % title)
+        axes[0].legend(fontsize=8)
+        fig.suptitle('Seed workload, %s request time per type against table size' % title)
+        fig.tight_layout()
+        name = 'request_time_%s.png' % ('avg' if stat == 'avg_ms' else 'p99')
+        fig.savefig(os.path.join(res, name), dpi=80)
+        plt.close(fig)
+        made.append(name)
+
+    # throughput, buffers per select all, database size
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for key, ax, ylabel, scale in (('tps', axes[0], 'mixed workload tps (10 clients)', 1),
+                                   ('select_all_buffers', axes[1], 'buffers per "select all" (hit + read)', 1),
+                                   ('db_bytes', axes[2], 'database size (GiB)', 1.0 / 2 ** 30)):
+        for l in layouts:
+            pts = sorted((int(r['step_rows']), fnum(r[key]) * scale) for r in steps if r['layout'] == l)
+            c, m = STYLE[l]
+            ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], marker=m, color=c, label=LABEL[l])
+        ax.set_xlabel('rows (millions)')
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ys = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
+        if key != 'db_bytes' and ys and max(ys) / min(ys) > 20:
+            ax.set_yscale('log')
+        else:
+            ax.set_ylim(bottom=0)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(res, 'tps_buffers_size.png'), dpi=80)
+    plt.close(fig)
+    made.append('tps_buffers_size.png')
+
+    # archive runs
+    if runs:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for l in ('sql', 'ext'):
+            pts = sorted((int(r['table_rows']), fnum(r['seconds']) / max(fnum(r['rows_moved']), 1) * 1e6 / 1000)
+                         for r in runs if r['layout'] == l)
+            if pts:
+                c, m = STYLE[l]
+                ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], marker=m, color=c,
+                        label=LABEL[l] + (' (WITH ... DELETE ... INSERT ... ORDER BY)' if l == 'sql' else ' (archive_cluster_run)'))
+        ax.set_xlabel('table rows when the run started (millions)')
+        ax.set_ylabel('run time per 1,000 rows moved (ms)')
+        ax.set_title('Archive runs during growth (each ~550k rows)')
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(res, 'runs.png'), dpi=80)
+        plt.close(fig)
+        made.append('runs.png')
+    return made
+
+
+def cmd_report(res):
+    meta = {}
+    with open(os.path.join(res, 'meta.csv')) as f:
+        for line in f:
+            k, _, v = line.rstrip('\n').partition(',')
+            meta[k] = v
+    steps = load(os.path.join(res, 'steps.csv'))
+    lat = load(os.path.join(res, 'latency.csv'))
+    runs = load(os.path.join(res, 'runs.csv'))
+    foc = load(os.path.join(res, 'focused.csv'))
+    try:
+        made = plots(res, steps, lat, runs)
+    except ImportError as e:
+        made = []
+        print('report.py: no plots (%s)' % e, file=sys.stderr)
+
+    def f(bench, layout, metric, which=-1):
+        vals = [r for r in foc if r['benchmark'] == bench and r['layout'] == layout and r['metric'] == metric]
+        return fnum(vals[which]['value']) if vals else float('nan')
+
+    def frow(bench, layout, metric, which=-1):
+        vals = [r for r in foc if r['benchmark'] == bench and r['layout'] == layout and r['metric'] == metric]
+        return vals[which] if vals else None
+
+    final = {}
+    for l in LAYOUTS:
+        ls = [r for r in steps if r['layout'] == l]
+        if ls:
+            final[l] = max(ls, key=lambda r: int(r['step_rows']))
+
+    def ratio(a, b):
+        return a / b if b and not math.isnan(a) and not math.isnan(b) else float('nan')
+
+    def fmt(x, d=2):
+        return 'n/a' if x is None or (isinstance(x, float) and math.isnan(x)) else ('%.*f' % (d, x))
+
+    L = []
+    L.append('# Benchmark summary')
+    L.append('')
+    L.append('- date: %s' % meta.get('date', '?'))
+    L.append('- command: `%s`' % meta.get('command', '?'))
+    L.append('- machine: %s, %s cores, %s RAM; %s; kernel %s' % (meta.get('cpu'), meta.get('cores'), meta.get('ram'),
+                                                                 meta.get('postgres'), meta.get('kernel')))
+    L.append('- each server in a memory cgroup of %s, shared_buffers %s; final size %s rows, steps %s; mixed pgbench runs of %s s'
+             % (meta.get('mem'), meta.get('shared_buffers'), meta.get('rows'), meta.get('steps'), meta.get('duration_s')))
+    L.append('- extension: %s; git %s' % (meta.get('extension_so'), meta.get('git')))
+    L.append('')
+
+    # targets
+    L.append('## Targets (DESIGN.md "Performance targets")')
+    L.append('')
+    L.append('| # | target | measured | met? |')
+    L.append('|---|---|---|---|')
+
+    def verdict(ok):
+        return 'n/a' if ok is None else ('yes' if ok else '**no**')
+
+    if 'ext' in final:
+        te, tp, ts_ = fnum(final['ext']['tps']), fnum(final.get('plain', {}).get('tps')), fnum(final.get('sql', {}).get('tps'))
+        r1, r2 = ratio(te, tp), ratio(te, ts_)
+        ok = None if math.isnan(r1) or math.isnan(r2) else (r1 >= 10 and r2 >= 1.1)
+        L.append('| 1 | mixed tps at %s rows: >= 10x plain, >= 1.1x SQL design | %s tps vs %s (plain) and %s (SQL): **%sx** and **%sx** | %s |'
+                 % (final['ext']['step_rows'], fmt(te, 1), fmt(tp, 1), fmt(ts_, 1), fmt(r1), fmt(r2), verdict(ok)))
+    r = f('select_all_buffers', 'ext', 'ratio_after_run')
+    parts = []
+    for l in LAYOUTS:
+        rep = fmt(f('select_all_buffers', 'repacked_' + l, 'buffers'), 1)
+        if not math.isnan(f('select_all_buffers', l, 'ratio')):
+            parts.append('%s: %s buffers vs %s repacked = **%sx**' % (l, fmt(f('select_all_buffers', l, 'buffers'), 1), rep,
+                                                                      fmt(f('select_all_buffers', l, 'ratio'))))
+        elif not math.isnan(f('select_all_buffers', l, 'ratio_after_run')):
+            parts.append('%s: %s buffers right after a run, %s with a full tail, vs %s repacked = **%sx** after a run, %sx before, %sx cycle mean'
+                         % (l, fmt(f('select_all_buffers', l, 'buffers_after_run'), 1),
+                            fmt(f('select_all_buffers', l, 'buffers_before_run'), 1), rep,
+                            fmt(f('select_all_buffers', l, 'ratio_after_run')), fmt(f('select_all_buffers', l, 'ratio_before_run')),
+                            fmt(f('select_all_buffers', l, 'ratio_cycle_mean'))))
+    L.append('| 2 | buffers per "select all" <= 1.5x the same rows rewritten in (cid, ts) order (verdict: ext right after a run) | %s | %s |'
+             % ('; '.join(parts) or 'n/a', verdict(None if math.isnan(r) else r <= 1.5)))
+    r = ratio(f('oltp', 'ext', 'tps'), f('oltp', 'plain', 'tps'))
+    L.append('| 3 | OLTP only (insert, update, select one): view >= 0.9x plain table | %s tps vs %s tps: **%sx** (SQL design: %s tps) | %s |'
+             % (fmt(f('oltp', 'ext', 'tps'), 1), fmt(f('oltp', 'plain', 'tps'), 1), fmt(r), fmt(f('oltp', 'sql', 'tps'), 1),
+                verdict(None if math.isnan(r) else r >= 0.9)))
+    speed = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['metric'] == 'speedup']
+    ext_s = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'seconds']
+    sql_s = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'sql_statement' and x['metric'] == 'seconds']
+    ext_n = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'rows']
+    if speed:
+        desc = '; '.join('at %s rows: %s rows in %s s vs %s s: **%sx**' % (s['table_rows'], n['value'], e['value'], q['value'], s['value'])
+                         for s, e, q, n in zip(speed, ext_s, sql_s, ext_n))
+        flat = ratio(fnum(ext_s[-1]['value']), fnum(ext_s[0]['value'])) if len(ext_s) > 1 else float('nan')
+        ok = all(fnum(s['value']) >= 1.5 for s in speed) and (math.isnan(flat) or flat <= 1.25)
+        L.append('| 4 | a ~550k-row run >= 1.5x faster than the SQL statement; at the end within 1.25x of at ~1.1M rows | %s; end/start run time: **%sx** | %s |'
+                 % (desc, fmt(flat), verdict(ok)))
+    else:
+        L.append('| 4 | run vs SQL statement | not measured | n/a |')
+    r = f('p99_inserts', 'ext', 'p99_ratio')
+    L.append('| 5 | p99 of concurrent inserts during a run <= 2x without | %s ms during a %s-s run (%s inserts) vs %s ms without: **%sx** (SQL design: %sx) | %s |'
+             % (fmt(f('p99_inserts', 'ext', 'p99_during_run_ms')), fmt(f('p99_inserts', 'ext', 'run_seconds'), 1),
+                fmt(f('p99_inserts', 'ext', 'inserts_during_run'), 0), fmt(f('p99_inserts', 'ext', 'p99_without_run_ms')), fmt(r),
+                fmt(f('p99_inserts', 'sql', 'p99_ratio')), verdict(None if math.isnan(r) else r <= 2)))
+    r = ratio(f('copy', 'ext', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))
+    L.append('| 6 | COPY FROM through the view >= 0.7x into the plain table | %s rows/s vs %s rows/s: **%sx** (PL/pgSQL view: %sx) | %s |'
+             % (fmt(f('copy', 'ext', 'rows_per_s'), 0), fmt(f('copy', 'plain', 'rows_per_s'), 0), fmt(r),
+                fmt(ratio(f('copy', 'sql', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))), verdict(None if math.isnan(r) else r >= 0.7)))
+    fr = [x for x in foc if x['benchmark'] == 'fragmentation']
+    if fr and all(x['value'] != 'not_available' for x in fr):
+        worst = max(fnum(x['value']) for x in fr)
+        desc = '; '.join('%s, %s rows, %s: %s s' % (x['layout'], x['table_rows'], x['metric'].replace('seconds_', '').replace('_', ' '), x['value']) for x in fr)
+        L.append('| 7 | archive_cluster_fragmentation(), 200 sampled keys: < 1 s | %s | %s |' % (desc, verdict(worst < 1)))
+    else:
+        L.append('| 7 | archive_cluster_fragmentation(), 200 sampled keys: < 1 s | not available | n/a |')
+    L.append('')
+
+    # per-step table
+    L.append('## Mixed workload per step')
+    L.append('')
+    L.append('| layout | rows | grown in (s) | tps | insert avg/p99 (ms) | update | select one | select hour | select all | buffers per select all | db size (MiB) | current rows |')
+    L.append('|---|---|---|---|---|---|---|---|---|---|---|---|')
+    for l in LAYOUTS:
+        for s in sorted((r for r in steps if r['layout'] == l), key=lambda r: int(r['step_rows'])):
+            cells = []
+            for typ in TYPES:
+                m = [r for r in lat if r['layout'] == l and r['workload'] == 'mixed' and r['step_rows'] == s['step_rows'] and r['type'] == typ]
+                cells.append('%s / %s' % (fmt(fnum(m[0]['avg_ms'])), fmt(fnum(m[0]['p99_ms']))) if m else 'n/a')
+            L.append('| %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                l, s['step_rows'], s['grow_seconds'], fmt(fnum(s['tps']), 1), ' | '.join(cells),
+                fmt(fnum(s['select_all_buffers']), 1), fmt(fnum(s['db_bytes']) / 2 ** 20, 0), s['current_rows']))
+    L.append('')
+
+    L.append('## OLTP only (insert, update, select one, 1:1:1; 10 clients)')
+    L.append('')
+    L.append('| layout | rows | tps | insert avg/p99 (ms) | update | select one |')
+    L.append('|---|---|---|---|---|---|')
+    for l in LAYOUTS:
+        o = frow('oltp', l, 'tps')
+        if not o:
+            continue
+        cells = []
+        for typ in TYPES[:3]:
+            m = [r for r in lat if r['layout'] == l and r['workload'] == 'oltp' and r['type'] == typ]
+            cells.append('%s / %s' % (fmt(fnum(m[0]['avg_ms'])), fmt(fnum(m[0]['p99_ms']))) if m else 'n/a')
+        L.append('| %s | %s | %s | %s |' % (l, o['table_rows'], fmt(fnum(o['value']), 1), ' | '.join(cells)))
+    L.append('')
+
+    if runs:
+        L.append('## Archive runs during growth')
+        L.append('')
+        L.append('| layout | runs | rows moved (avg) | seconds (min / avg / max) | ms per 1,000 rows (first / last) |')
+        L.append('|---|---|---|---|---|')
+        for l in ('sql', 'ext'):
+            rr = sorted((r for r in runs if r['layout'] == l), key=lambda r: int(r['run_no']))
+            if not rr:
+                continue
+            secs = [fnum(r['seconds']) for r in rr]
+            per = [fnum(r['seconds']) / fnum(r['rows_moved']) * 1e6 for r in rr if fnum(r['rows_moved']) > 0]
+            L.append('| %s | %d | %.0f | %.2f / %.2f / %.2f | %.2f / %.2f |' % (
+                l, len(rr), sum(fnum(r['rows_moved']) for r in rr) / len(rr), min(secs), sum(secs) / len(secs), max(secs),
+                per[0] if per else float('nan'), per[-1] if per else float('nan')))
+        L.append('')
+
+    waits = []
+    for l in ('sql', 'ext'):
+        w = load(os.path.join(res, 'p99_waits_%s.csv' % l))
+        if w:
+            tot = sum(int(x['samples']) for x in w)
+            waits.append('| %s | %d | %s |' % (l, tot, '; '.join('%s %d%%' % (x['wait_event'], round(100.0 * int(x['samples']) / tot))
+                                                                   for x in w[:6])))
+    if waits:
+        L.append('## What concurrent inserts wait for during a run (pg_stat_activity, 50-ms samples)')
+        L.append('')
+        L.append('| layout | samples | wait events (share of samples) |')
+        L.append('|---|---|---|')
+        L.extend(waits)
+        L.append('')
+
+    L.append('## Focused benchmarks (all values)')
+    L.append('')
+    L.append('| benchmark | layout | table rows | metric | value |')
+    L.append('|---|---|---|---|---|')
+    for x in foc:
+        L.append('| %s | %s | %s | %s | %s %s |' % (x['benchmark'], x['layout'], x['table_rows'], x['metric'], x['value'], x['unit']))
+    L.append('')
+    if made:
+        L.append('## Plots')
+        L.append('')
+        for m in made:
+            L.append('![%s](%s)' % (m, m))
+        L.append('')
+    with open(os.path.join(res, 'summary.md'), 'w') as fh:
+        fh.write('\n'.join(L))
+
+
+if __name__ == '__main__':
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ''
+    if cmd == 'lat':
+        cmd_lat(*sys.argv[2:7])
+    elif cmd == 'p99window':
+        cmd_p99window(*sys.argv[2:8])
+    elif cmd == 'report':
+        cmd_report(sys.argv[2])
+    else:
+        print(__doc__)
+        sys.exit(2)
