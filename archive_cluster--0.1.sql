@@ -41,6 +41,29 @@ REVOKE ALL ON archive_cluster_config, archive_cluster_run_log FROM PUBLIC;
 -- the view triggers read the configuration as the user running the statement
 GRANT SELECT ON archive_cluster_config TO PUBLIC;
 
+/*
+ * A registered table dropped without unregistering it (DROP VIEW on the
+ * view, or DROP TABLE ... CASCADE on one of its tables) is forgotten: its
+ * configuration row goes with it, so that the views and runs of the other
+ * tables keep working and the name can be registered again.  Whatever table
+ * remains keeps its rows.
+ */
+CREATE FUNCTION archive_cluster_forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM @extschema@.archive_cluster_config c
+	USING pg_event_trigger_dropped_objects() d
+	WHERE d.classid = 'pg_class'::regclass
+	  AND d.objid IN (c.relation, c.current_table, c.archive_table);
+END
+$$;
+REVOKE ALL ON FUNCTION archive_cluster_forget_dropped() FROM PUBLIC;
+
+CREATE EVENT TRIGGER archive_cluster_forget_dropped ON sql_drop
+	EXECUTE FUNCTION archive_cluster_forget_dropped();
+
 CREATE FUNCTION archive_cluster_register(
 	relation regclass,
 	cluster_by name[],

@@ -9,6 +9,12 @@
  *		owner, with fixed, schema-qualified statements, after the caller's
  *		rights on the table concerned have been checked.
  *
+ *		The configuration is read like a catalog: with the latest snapshot,
+ *		not the statement's.  A statement whose snapshot predates a
+ *		registration (a REPEATABLE READ transaction, a COPY that waited for
+ *		the registering transaction) reaches the new view and must find the
+ *		registration; a run that waited for an unregistration must see it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,6 +25,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -98,6 +105,23 @@ ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 }
 
 /*
+ * Run a read-only query on the configuration with the latest snapshot.
+ * Returns SPI_processed.
+ */
+static uint64
+ac_config_query(const char *sql, int nargs, Oid *argtypes, Datum *values, long limit)
+{
+	int			rc;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, true, limit);
+	PopActiveSnapshot();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read archive_cluster_config");
+	return SPI_processed;
+}
+
+/*
  * Load the configuration of the registered view "relation" into *cfg, with
  * strings allocated in mcxt.  Returns false when it is not registered.
  */
@@ -121,9 +145,7 @@ ac_load_config(Oid relation, AcTableConfig *cfg, MemoryContext mcxt)
 				   " WHERE relation OPERATOR(pg_catalog.=) $1",
 				   ac_extension_object("archive_cluster_config"));
 	values[0] = ObjectIdGetDatum(relation);
-	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read archive_cluster_config");
-	if (SPI_processed == 0)
+	if (ac_config_query(sql, 1, argtypes, values, 1) == 0)
 		return false;
 
 	tup = SPI_tuptable->vals[0];
@@ -165,8 +187,7 @@ ac_registered_relations(void)
 
 	sql = psprintf("SELECT relation FROM %s ORDER BY registered_at, relation::pg_catalog.oid",
 				   ac_extension_object("archive_cluster_config"));
-	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read archive_cluster_config");
+	(void) ac_config_query(sql, 0, NULL, NULL, 0);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -196,9 +217,7 @@ ac_registered_view_of(Oid relid)
 				   " OR $1 OPERATOR(pg_catalog.=) archive_table",
 				   ac_extension_object("archive_cluster_config"));
 	values[0] = ObjectIdGetDatum(relid);
-	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read archive_cluster_config");
-	if (SPI_processed == 0)
+	if (ac_config_query(sql, 1, argtypes, values, 1) == 0)
 		return InvalidOid;
 	return DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										  SPI_tuptable->tupdesc, 1, &isnull));

@@ -405,6 +405,7 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	ac_require_arg(fcinfo, 6, "lock_retries");
 
 	relid = PG_GETARG_OID(0);
+	ac_check_relation_exists(relid);
 
 	arr = PG_GETARG_ARRAYTYPE_P(1);
 	if (ARR_NDIM(arr) > 1)
@@ -602,6 +603,7 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	ac_require_arg(fcinfo, 1, "lock_timeout");
 	ac_require_arg(fcinfo, 2, "lock_retries");
 	relid = PG_GETARG_OID(0);
+	ac_check_relation_exists(relid);
 	timeout_ms = ac_interval_ms(PG_GETARG_INTERVAL_P(1), "lock_timeout");
 	retries = PG_GETARG_INT32(2);
 	if (retries < 0 || retries > 1000)

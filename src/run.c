@@ -679,6 +679,23 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 }
 
 /*
+ * Is this configuration still the registration of its view, with all three
+ * relations in place?
+ */
+static bool
+ac_still_registered(AcTableConfig *cfg)
+{
+	AcTableConfig now;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(cfg->relation)) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(cfg->current)) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(cfg->archive)))
+		return false;
+	return ac_load_config(cfg->relation, &now, CurrentMemoryContext) &&
+		now.current == cfg->current && now.archive == cfg->archive;
+}
+
+/*
  * Run one registered table: take its run lock, then move its due batches
  * as the table's owner, and record the run.  Errors propagate to the
  * caller.
@@ -692,6 +709,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	int			save_sec_context;
 	int			save_nestlevel;
 	Oid			owner;
+	char	   *relname = get_rel_name(cfg->relation);
 
 	res->rows = 0;
 	res->batches = 0;
@@ -700,16 +718,37 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	res->started = GetCurrentTimestamp();
 	res->finished = res->started;
 
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", cfg->relation)));
 	if (!ac_try_run_lock(cfg->relation))
 	{
 		res->status = "skipped: another run in progress";
 		ereport(ac_is_background_worker() ? LOG : NOTICE,
 				(errmsg("skipping \"%s\": another archive run is in progress",
-						get_rel_name(cfg->relation))));
+						relname)));
 		return;
 	}
 
 	ac_pause_point("locked", 1);
+
+	/*
+	 * An unregistration (or a DROP) may have committed since the caller read
+	 * the configuration, while this run waited: take the tables' locks, then
+	 * look again.
+	 */
+	LockRelationOid(cfg->current, RowExclusiveLock);
+	LockRelationOid(cfg->archive, RowExclusiveLock);
+	if (!ac_still_registered(cfg))
+	{
+		res->status = "skipped: no longer registered";
+		ereport(ac_is_background_worker() ? LOG : NOTICE,
+				(errmsg("skipping \"%s\": it is no longer registered with archive_cluster",
+						relname)));
+		return;
+	}
+
 	ac_compute_threshold(cfg, &th);
 	res->threshold = th.rows;
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
@@ -799,6 +838,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 	{
 		Oid			relation = PG_GETARG_OID(0);
 
+		ac_check_relation_exists(relation);
 		if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
 		{
 			Oid			viewid = ac_registered_view_of(relation);
@@ -826,8 +866,9 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 			MemoryContext oldcxt = CurrentMemoryContext;
 			ResourceOwner oldowner = CurrentResourceOwner;
 
-			if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
-				continue;		/* unregistered meanwhile */
+			if (!ac_load_config(relation, &cfg, CurrentMemoryContext) ||
+				!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relation)))
+				continue;		/* unregistered or dropped meanwhile */
 			if (!ac_class_ownercheck(relation, GetUserId()))
 				continue;
 
@@ -889,6 +930,7 @@ archive_cluster_table_state(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
+	ac_check_relation_exists(relation);
 	SPI_connect();
 	if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
 		ereport(ERROR,

@@ -508,6 +508,7 @@ archive_cluster_fragmentation(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("relation must not be NULL")));
 	relid = PG_GETARG_OID(0);
+	ac_check_relation_exists(relid);
 	if (!PG_ARGISNULL(1))
 		keycol = NameStr(*PG_GETARG_NAME(1));
 	if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1 || PG_GETARG_INT32(2) > AC_MAX_SAMPLE_KEYS)
@@ -694,7 +695,10 @@ archive_cluster_buffers(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		relations = ac_registered_relations();
 	else
+	{
+		ac_check_relation_exists(PG_GETARG_OID(0));
 		relations = list_make1_oid(PG_GETARG_OID(0));
+	}
 	foreach(lc, relations)
 	{
 		Oid			view = lfirst_oid(lc);

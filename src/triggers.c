@@ -50,6 +50,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
@@ -584,8 +585,13 @@ ac_direct_insert(AcTriggerEntry *e, Datum *viewv, bool *viewn)
 }
 
 /*
- * Is there a row with these key values in heap, seen by the latest
- * snapshot?  Scans its key index; NULL keys match nothing.
+ * Is there a row with these key values in heap?  Scans its key index with a
+ * dirty snapshot, as a unique index does: a row that another transaction is
+ * inserting or deleting is waited for, then looked at again, so that two
+ * transactions writing one new key into the two tables at the same time
+ * cannot both succeed (each writes its row first, then checks the other
+ * table: the second to check sees the first one's row).  NULL keys match
+ * nothing.
  */
 static bool
 ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
@@ -593,7 +599,7 @@ ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 {
 	Relation	rel;
 	Relation	idx;
-	Snapshot	snapshot;
+	SnapshotData dirty;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	ScanKeyData skeys[INDEX_MAX_KEYS];
@@ -609,14 +615,28 @@ ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 	for (i = 0; i < nkeys; i++)
 		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
 							   idx->rd_indcollation[i], eqprocs[i], keyv[i]);
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	InitDirtySnapshot(dirty);
 	slot = table_slot_create(rel, NULL);
-	scan = ac_index_beginscan(rel, idx, snapshot, nkeys, 0);
-	index_rescan(scan, skeys, nkeys, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
+	for (;;)
+	{
+		TransactionId xwait;
+
+		CHECK_FOR_INTERRUPTS();
+		scan = ac_index_beginscan(rel, idx, &dirty, nkeys, 0);
+		index_rescan(scan, skeys, nkeys, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, slot);
+		index_endscan(scan);
+		if (!found)
+			break;
+		xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		if (!TransactionIdIsValid(xwait))
+			break;				/* committed and not being deleted */
+		if (dirty.speculativeToken)
+			SpeculativeInsertionWait(dirty.xmin, dirty.speculativeToken);
+		else
+			XactLockTableWait(xwait, rel, &slot->tts_tid, XLTW_InsertIndex);
+	}
 	ExecDropSingleTupleTableSlot(slot);
-	UnregisterSnapshot(snapshot);
 	/* keep the locks until the end of the transaction, as a scan would */
 	index_close(idx, NoLock);
 	table_close(rel, NoLock);
@@ -941,7 +961,8 @@ archive_cluster_view_flush(PG_FUNCTION_ARGS)
 /*
  * The identity key is unique within each table; keep it unique across the
  * two.  After writing a row with key values keyv into one tier, look for the
- * key in the other tier with the latest snapshot (so that a run or another
+ * key in the other tier: through its key index with a dirty snapshot (see
+ * ac_key_exists), else with the latest snapshot (so that a run or another
  * writer that committed meanwhile is seen, also under REPEATABLE READ).
  */
 static void

@@ -43,6 +43,19 @@ ac_check_owner(Oid relid)
 }
 
 /*
+ * Error out if no relation has this OID (any OID is a valid regclass, and a
+ * relation may be dropped while a statement holds its OID).
+ */
+void
+ac_check_relation_exists(Oid relid)
+{
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+}
+
+/*
  * Can this index identify rows: a valid, immediate, unique btree index
  * on plain columns, without a predicate?
  */
