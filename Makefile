@@ -24,7 +24,7 @@ PGFILEDESC = "archive_cluster - online clustered archiving"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup register dml run unregister errors stats worker hostile_input dangling
+REGRESS = setup register dml run unregister errors stats worker hostile_input dangling view_privileges
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot
 TAP_TESTS = 1

@@ -76,6 +76,12 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'archive_cluster_register'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
+-- the default of an identity column on a registered view (see triggers.c)
+CREATE FUNCTION archive_cluster_identity_nextval(view regclass, column_name name)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'archive_cluster_identity_nextval'
+LANGUAGE C STRICT VOLATILE;
+
 CREATE FUNCTION archive_cluster_unregister(
 	relation regclass,
 	lock_timeout interval DEFAULT '1 s',

@@ -107,4 +107,16 @@
 #define ac_tag_fork(tag)	((tag)->forkNum)
 #endif
 
+/*
+ * getIdentitySequence() takes the relation instead of its OID since 17.
+ */
+#include "catalog/dependency.h"
+#if PG_VERSION_NUM >= 170000
+#define ac_identity_sequence(rel, attnum) \
+	getIdentitySequence((rel), (attnum), true)
+#else
+#define ac_identity_sequence(rel, attnum) \
+	getIdentitySequence(RelationGetRelid(rel), (attnum), true)
+#endif
+
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

@@ -522,9 +522,10 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 							   " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname)"
 							   " OPERATOR(pg_catalog.||) ' SET DEFAULT '"
 							   " OPERATOR(pg_catalog.||) CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) ''"
-							   "  THEN 'pg_catalog.nextval(' OPERATOR(pg_catalog.||)"
-							   "   pg_catalog.quote_literal(pg_catalog.pg_get_serial_sequence(%s, a.attname))"
-							   "   OPERATOR(pg_catalog.||) '::pg_catalog.regclass)'"
+							   "  THEN '%s(' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(%s)"
+							   "   OPERATOR(pg_catalog.||) '::pg_catalog.regclass, '"
+							   "   OPERATOR(pg_catalog.||) pg_catalog.quote_literal(a.attname)"
+							   "   OPERATOR(pg_catalog.||) '::pg_catalog.name)'"
 							   "  ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END"
 							   " FROM pg_catalog.pg_attribute a"
 							   " LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid"
@@ -533,7 +534,8 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 							   " AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
 							   " AND (a.attidentity OPERATOR(pg_catalog.<>) '' OR d.adbin IS NOT NULL)"
 							   " ORDER BY a.attnum",
-							   qrel, quote_literal_cstr(qcur)),
+							   qrel, ac_extension_object("archive_cluster_identity_nextval"),
+							   quote_literal_cstr(qrel)),
 					  relid);
 
 	ac_copy_grants(relid, qrel);

@@ -37,20 +37,24 @@
 
 #include "access/genam.h"
 #include "access/nbtree.h"
+#include "access/relation.h"
 #include "access/relscan.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_operator.h"
+#include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
@@ -58,6 +62,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -66,6 +71,7 @@
 
 PG_FUNCTION_INFO_V1(archive_cluster_view_trigger);
 PG_FUNCTION_INFO_V1(archive_cluster_view_flush);
+PG_FUNCTION_INFO_V1(archive_cluster_identity_nextval);
 
 /* rows of INSERTs through a view written together */
 #define AC_INSERT_BATCH 1000
@@ -91,6 +97,7 @@ typedef struct AcTriggerEntry
 	bool		*cur_settable;	/* per view column: SET in UPDATE of current */
 	bool		*arc_settable;	/* per view column: SET in UPDATE of archive */
 	bool		*always_identity;	/* per view column */
+	Oid		   *identity_seq;	/* per view column: current's identity sequence */
 	Oid		   *types;
 	int16	   *typlens;
 	bool	   *typbyvals;
@@ -423,6 +430,7 @@ ac_trigger_entry(Relation view)
 	e->cur_settable = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
 	e->arc_settable = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
 	e->always_identity = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
+	e->identity_seq = MemoryContextAllocZero(e->mcxt, sizeof(Oid) * e->natts);
 	e->types = MemoryContextAllocZero(e->mcxt, sizeof(Oid) * e->natts);
 	e->typlens = MemoryContextAllocZero(e->mcxt, sizeof(int16) * e->natts);
 	e->typbyvals = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
@@ -456,6 +464,8 @@ ac_trigger_entry(Relation view)
 		e->cur_settable[i] = !catt->attgenerated &&
 			catt->attidentity != ATTRIBUTE_IDENTITY_ALWAYS;
 		e->always_identity[i] = catt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS;
+		if (catt->attidentity)
+			e->identity_seq[i] = ac_identity_sequence(cur, ca);
 		e->arc_settable[i] = !aatt->attgenerated;
 		any_always |= e->always_identity[i];
 		appendStringInfo(&returning, "%s%s", i > 0 ? ", " : "", names[i]);
@@ -525,10 +535,32 @@ ac_serialization_failure(Relation view)
 
 /* Run a prepared statement; returns the number of rows it touched. */
 static uint64
-ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected)
+ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected,
+		   Oid tier, AclMode mode)
 {
-	int			rc = SPI_execute_plan(plan, values, nulls, false, 1);
+	Oid			save_userid = InvalidOid;
+	int			save_sec_context = 0;
+	int			save_nestlevel = 0;
+	bool		as_owner;
+	int			rc;
 
+	/*
+	 * The statement on the view was checked there, column by column, as the
+	 * user who ran it.  The view's statements on a tier set every column and
+	 * name the key and the old row in WHERE, so they run as that user only
+	 * when the user holds the table-wide privileges on the tier (the table's
+	 * grants are copied to the view and to both tables at registration).  A
+	 * user who may write only through column privileges gets them run as the
+	 * tier's owner, as a plain view reaches its table; unless row-level
+	 * security applies to the user on the tier: its policies must see them.
+	 */
+	as_owner = pg_class_aclmask(tier, GetUserId(), mode, ACLMASK_ALL) != mode &&
+		check_enable_rls(tier, InvalidOid, true) == RLS_NONE;
+	if (as_owner)
+		ac_switch_to_owner(tier, &save_userid, &save_sec_context, &save_nestlevel);
+	rc = SPI_execute_plan(plan, values, nulls, false, 1);
+	if (as_owner)
+		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(rc));
 	return SPI_processed;
@@ -1088,7 +1120,8 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING);
+			ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING,
+					   e->current, ACL_INSERT);
 			result = SPI_copytuple(SPI_tuptable->vals[0]);
 			ac_check_key_unique(view, e, 1, oldv, oldn);
 		}
@@ -1117,6 +1150,7 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		for (t = 0; t < 2 && result == NULL; t++)
 		{
 			AcTierPlans *tier = &e->tiers[t];
+			Oid			tierrel = t == 0 ? e->current : e->archive;
 			bool	   *settable = t == 0 ? e->cur_settable : e->arc_settable;
 			int			nkeyargs;
 
@@ -1143,23 +1177,67 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 
 			if (is_update)
 			{
-				if (ac_execute(tier->update, args, argn, SPI_OK_UPDATE_RETURNING) > 0)
+				if (ac_execute(tier->update, args, argn, SPI_OK_UPDATE_RETURNING,
+							   tierrel, ACL_UPDATE | ACL_SELECT) > 0)
 				{
 					result = SPI_copytuple(SPI_tuptable->vals[0]);
 					if (ac_key_changed(e, oldv, oldn, newv, newn))
 						ac_check_key_unique(view, e, 1 - t, newv, newn);
 				}
 			}
-			else if (ac_execute(tier->delete, args, argn, SPI_OK_DELETE) > 0)
+			else if (ac_execute(tier->delete, args, argn, SPI_OK_DELETE,
+								tierrel, ACL_DELETE | ACL_SELECT) > 0)
 				result = td->tg_trigtuple;
 
 			/* not touched: changed under us, or not in this tier? */
 			if (result == NULL &&
-				ac_execute(tier->exists, args + nkeyargs, argn + nkeyargs, SPI_OK_SELECT) > 0)
+				ac_execute(tier->exists, args + nkeyargs, argn + nkeyargs, SPI_OK_SELECT,
+						   tierrel, ACL_SELECT) > 0)
 				ac_serialization_failure(view);
 		}
 	}
 
 	SPI_finish();
 	return PointerGetDatum(result);
+}
+
+/*
+ * archive_cluster_identity_nextval(view regclass, column_name name): the
+ * default of an identity column on a registered view.  On a plain table,
+ * the INSERT privilege is enough to take the next value of an identity
+ * column; a nextval() default on the view would also want USAGE on the
+ * sequence.  This takes the next value of <t>_current's identity sequence
+ * for whoever may insert into the view (any of its columns), as INSERT into
+ * the table itself would.
+ */
+Datum
+archive_cluster_identity_nextval(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	const char *colname = NameStr(*PG_GETARG_NAME(1));
+	Relation	view;
+	AcTriggerEntry *e;
+	AttrNumber	attnum;
+	Oid			seq;
+
+	ac_check_relation_exists(viewid);
+	view = relation_open(viewid, AccessShareLock);
+	attnum = get_attnum(viewid, colname);
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						colname, RelationGetRelationName(view))));
+	if (pg_class_aclcheck(viewid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(viewid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_VIEW, RelationGetRelationName(view));
+	e = ac_trigger_entry(view);
+	seq = e->identity_seq[attnum - 1];
+	relation_close(view, AccessShareLock);
+	if (!OidIsValid(seq))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of the table behind view \"%s\" is not an identity column",
+						colname, get_rel_name(viewid))));
+	PG_RETURN_INT64(nextval_internal(seq, false));
 }
