@@ -96,6 +96,7 @@ extern TimestampTz ac_cutoff(AcTableConfig *cfg);
 /* util.c */
 extern void ac_check_owner(Oid relid);
 extern void ac_check_relation_exists(Oid relid);
+extern void ac_pause_point(const char *name, int phase);
 extern Oid	ac_relation_owner(Oid relid);
 extern bool ac_is_key_index(Relation idx);
 extern void ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,

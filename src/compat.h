@@ -119,4 +119,23 @@
 	getIdentitySequence(RelationGetRelid(rel), (attnum), true)
 #endif
 
+/*
+ * table_tuple_update() says which indexes need new entries: a bool until 15,
+ * none / all / summarizing only since 16 (and ExecInsertIndexTuples() can
+ * then insert into the summarizing ones only).
+ */
+#if PG_VERSION_NUM >= 160000
+typedef TU_UpdateIndexes AcUpdateIndexes;
+#define ac_update_needs_indexes(u) ((u) != TU_None)
+#define ac_update_only_summarizing(u) ((u) == TU_Summarizing)
+#define ac_insert_index_tuples_update(rri, slot, estate, summarizing) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL, (summarizing))
+#else
+typedef bool AcUpdateIndexes;
+#define ac_update_needs_indexes(u) (u)
+#define ac_update_only_summarizing(u) false
+#define ac_insert_index_tuples_update(rri, slot, estate, summarizing) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
+#endif
+
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

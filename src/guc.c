@@ -62,9 +62,9 @@ ac_check_debug_pause(char **newval, void **extra, GucSource source)
 		const char *name = lfirst(lc);
 
 		if (ok && strcmp(name, "locked") != 0 && strcmp(name, "deleted") != 0 &&
-			strcmp(name, "before_commit") != 0)
+			strcmp(name, "before_commit") != 0 && strcmp(name, "row_read") != 0)
 		{
-			GUC_check_errdetail("Unknown phase \"%s\": use locked, deleted or before_commit.",
+			GUC_check_errdetail("Unknown phase \"%s\": use locked, deleted, before_commit or row_read.",
 								name);
 			ok = false;
 		}
@@ -143,10 +143,11 @@ ac_define_gucs(void)
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("archive_cluster.debug_pause",
-							   "Phases of a run that wait for an advisory lock (for tests).",
-							   "A comma-separated list of locked, deleted, before_commit: at each, "
-							   "the run waits while a session holds pg_advisory_lock(1094930497, n), "
-							   "n = 1, 2, 3 respectively.",
+							   "Phases of a run, or of the view's trigger, that wait for an advisory lock (for tests).",
+							   "A comma-separated list of locked, deleted, before_commit (runs) and "
+							   "row_read (the view's UPDATE/DELETE trigger, after the statement read the row): "
+							   "at each, the session waits while another holds "
+							   "pg_advisory_lock(1094930497, n), n = 1, 2, 3, 4 respectively.",
 							   &archive_cluster_debug_pause,
 							   "",
 							   PGC_SUSET, GUC_LIST_INPUT | GUC_NOT_IN_SAMPLE,

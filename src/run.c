@@ -68,7 +68,6 @@ PG_FUNCTION_INFO_V1(archive_cluster_table_state);
 #define AC_RUN_LOCK_KEY 0x41435255
 
 /* first key of the advisory locks the test hook waits on: 'ACPA' */
-#define AC_PAUSE_LOCK_KEY 0x41435041
 
 /* rows handed to table_multi_insert() at a time */
 #define AC_MULTI_INSERT 1000
@@ -290,24 +289,6 @@ ac_table_due(AcTableConfig *cfg, int64 threshold)
 	if (live < 0)
 		return true;			/* never analyzed nor counted: look */
 	return live * (frac < 0 ? 1.0 : frac) >= threshold;
-}
-
-/*
- * Test hook: with archive_cluster.debug_pause naming this phase, wait until
- * no session holds the advisory lock (AC_PAUSE_LOCK_KEY, phase), as taken by
- * pg_advisory_lock(1094930497, phase).
- */
-static void
-ac_pause_point(const char *name, int phase)
-{
-	LOCKTAG		tag;
-
-	if (archive_cluster_debug_pause == NULL || archive_cluster_debug_pause[0] == '\0' ||
-		strstr(archive_cluster_debug_pause, name) == NULL)
-		return;
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_PAUSE_LOCK_KEY, phase, 2);
-	(void) LockAcquire(&tag, ShareLock, false, false);
-	LockRelease(&tag, ShareLock, false);
 }
 
 /* Try to take the per-table run lock for this transaction. */

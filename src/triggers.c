@@ -15,8 +15,8 @@
  *		Statements are prepared once per backend and view, and thrown away
  *		when any of the three relations changes (relcache invalidation).
  *
- *		Two fast paths skip the executor start-up of a statement per row,
- *		which dominates COPY and multi-row INSERT through the view:
+ *		Fast paths skip the executor start-up of a statement per row, which
+ *		dominates COPY and multi-row INSERT through the view:
  *		- INSERT into a current table without triggers, row-level security,
  *		  generated columns or deferrable unique indexes goes straight to the
  *		  table and its indexes (constraints checked), after a check of the
@@ -28,6 +28,11 @@
  *		  trigger returns (RETURNING) is the row as it will be stored.  A
  *		  buffer holds the rows of one view and one (sub)transaction level;
  *		  it is dropped when that level aborts.
+ *		- UPDATE of a row of such a current table that is found by its key,
+ *		  is still exactly the row the statement read and that nobody else is
+ *		  changing is done straight on the table and its indexes; any other
+ *		  case (not in current, changed, locked, column privileges only) goes
+ *		  to the prepared statements, which wait and fail as described.
  *		- The identity key's uniqueness across the two tables is checked by
  *		  a direct scan of the other table's key index.
  *
@@ -617,6 +622,125 @@ ac_direct_insert(AcTriggerEntry *e, Datum *viewv, bool *viewn)
 }
 
 /*
+ * UPDATE a row of <t>_current directly, in place of the prepared UPDATE,
+ * when it is simple: the caller holds UPDATE and SELECT on the table, the
+ * row is found by its key (with the snapshot the statement would take),
+ * it is still exactly the row the statement read (binary comparison, as
+ * *= does) and nobody else is changing it.  Then constraints, heap and
+ * indexes, as an UPDATE statement would for a table without triggers.
+ * Otherwise returns false having changed nothing, and the prepared
+ * statements decide, with their waits and 40001s.
+ */
+static bool
+ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *newn)
+{
+	Relation	rel;
+	Relation	idx;
+	IndexScanDesc scan;
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	Snapshot	snapshot;
+	TupleTableSlot *oldslot;
+	TupleTableSlot *newslot;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	AcUpdateIndexes update_indexes;
+	TM_Result	res = TM_Invisible;
+	bool		same;
+	int			i;
+
+	for (i = 0; i < e->nkeys; i++)
+		if (oldn[e->keycols[i]])
+			return false;
+	if (pg_class_aclmask(e->current, GetUserId(), ACL_UPDATE | ACL_SELECT,
+						 ACLMASK_ALL) != (ACL_UPDATE | ACL_SELECT))
+		return false;
+
+	rel = table_open(e->current, RowExclusiveLock);
+	idx = index_open(e->keyindex[0], AccessShareLock);
+	for (i = 0; i < e->nkeys; i++)
+		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+							   idx->rd_indcollation[i], e->keyeqproc[0][i],
+							   oldv[e->keycols[i]]);
+
+	/* as the prepared statement would run: a new command and snapshot */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	CommandCounterIncrement();
+	UpdateActiveSnapshotCommandId();
+	snapshot = GetActiveSnapshot();
+
+	oldslot = table_slot_create(rel, NULL);
+	scan = ac_index_beginscan(rel, idx, snapshot, e->nkeys, 0);
+	index_rescan(scan, skeys, e->nkeys, NULL, 0);
+	same = index_getnext_slot(scan, ForwardScanDirection, oldslot);
+	index_endscan(scan);
+	if (same)
+	{
+		slot_getallattrs(oldslot);
+		for (i = 0; i < e->cur_natts && same; i++)
+		{
+			int			v = e->cur_from_view[i];
+
+			if (v >= 0)
+				same = oldslot->tts_isnull[i] == oldn[v] &&
+					(oldn[v] || datumIsEqual(oldslot->tts_values[i], oldv[v],
+											 e->typbyvals[v], e->typlens[v]));
+		}
+	}
+
+	if (same)
+	{
+		newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+		ExecClearTuple(newslot);
+		for (i = 0; i < e->cur_natts; i++)
+		{
+			int			v = e->cur_from_view[i];
+
+			if (v < 0)
+			{
+				newslot->tts_values[i] = (Datum) 0;
+				newslot->tts_isnull[i] = true;
+			}
+			else if (!e->cur_settable[v])
+			{
+				newslot->tts_values[i] = oldslot->tts_values[i];
+				newslot->tts_isnull[i] = oldslot->tts_isnull[i];
+			}
+			else
+			{
+				newslot->tts_values[i] = newv[v];
+				newslot->tts_isnull[i] = newn[v];
+			}
+		}
+		ExecStoreVirtualTuple(newslot);
+
+		estate = CreateExecutorState();
+		rri = makeNode(ResultRelInfo);
+		InitResultRelInfo(rri, rel, 0, NULL, 0);
+		ExecOpenIndices(rri, false);
+		if (rel->rd_att->constr)
+			ExecConstraints(rri, newslot, estate);
+		res = table_tuple_update(rel, &oldslot->tts_tid, newslot,
+								 GetCurrentCommandId(true), snapshot, InvalidSnapshot,
+								 false, &tmfd, &lockmode, &update_indexes);
+		if (res == TM_Ok && rri->ri_NumIndices > 0 &&
+			ac_update_needs_indexes(update_indexes))
+			(void) ac_insert_index_tuples_update(rri, newslot, estate,
+												 ac_update_only_summarizing(update_indexes));
+		ExecDropSingleTupleTableSlot(newslot);
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
+	}
+
+	ExecDropSingleTupleTableSlot(oldslot);
+	PopActiveSnapshot();
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
+	return res == TM_Ok;
+}
+
+/*
  * Is there a row with these key values in heap?  Scans its key index with a
  * dirty snapshot, as a unique index does: a row that another transaction is
  * inserting or deleting is waited for, then looked at again, so that two
@@ -1145,6 +1269,15 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 									NameStr(TupleDescAttr(desc, i)->attname)),
 							 errdetail("Column \"%s\" is an identity column defined as GENERATED ALWAYS.",
 									   NameStr(TupleDescAttr(desc, i)->attname))));
+		}
+
+		ac_pause_point("row_read", 4);
+		if (is_update && e->direct_insert && OidIsValid(e->keyindex[0]) &&
+			ac_direct_update(e, oldv, oldn, newv, newn))
+		{
+			result = td->tg_newtuple;
+			if (ac_key_changed(e, oldv, oldn, newv, newn))
+				ac_check_key_unique(view, e, 1, newv, newn);
 		}
 
 		for (t = 0; t < 2 && result == NULL; t++)

@@ -231,3 +231,24 @@ ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 }
+
+/* the first key of the test hook's advisory locks (1094930497) */
+#define AC_PAUSE_LOCK_KEY 0x41435041
+
+/*
+ * Test hook: with archive_cluster.debug_pause naming this phase, wait until
+ * no session holds the advisory lock (AC_PAUSE_LOCK_KEY, phase), as taken by
+ * pg_advisory_lock(1094930497, phase).
+ */
+void
+ac_pause_point(const char *name, int phase)
+{
+	LOCKTAG		tag;
+
+	if (archive_cluster_debug_pause == NULL || archive_cluster_debug_pause[0] == '\0' ||
+		strstr(archive_cluster_debug_pause, name) == NULL)
+		return;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_PAUSE_LOCK_KEY, phase, 2);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	LockRelease(&tag, ShareLock, false);
+}
