@@ -21,7 +21,7 @@
 #
 #   sudo bench/bench.sh [--quick] [options]
 #
-#   --quick          ~2M rows, 2 steps, short pgbench runs: under 10 minutes
+#   --quick          ~2M rows, 2 steps, pgbench runs of 10 s: under 10 minutes
 #   --rows N         final size (default 11,000,000)
 #   --steps "A B C"  measurement steps in rows (default: 1.1M, 2.2M, 4.4M,
 #                    6.6M, 8.8M, 11M scaled to --rows)
@@ -90,10 +90,10 @@ done
 if [ "$quick" = 1 ]; then
 	# explicit options given after --quick still win: only fill the defaults
 	[ "$rows" = 11000000 ] && rows=2000000
-	[ "$duration" = 60 ] && duration=15
+	[ "$duration" = 60 ] && duration=10
 	[ "$copy_rows" = 1000000 ] && copy_rows=200000
-	oltp_rows=500000
-	oltp_secs=10
+	oltp_rows=300000
+	oltp_secs=8
 	[ -z "$steps" ] && steps="1100000 $rows"
 fi
 [ -z "$oltp_duration" ] && oltp_duration=$duration
