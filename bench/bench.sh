@@ -21,7 +21,7 @@
 #
 #   sudo bench/bench.sh [--quick] [options]
 #
-#   --quick          ~2M rows, 2 steps, pgbench runs of 10 s: under 10 minutes
+#   --quick          1.8M rows, 2 steps, pgbench runs of 5-8 s: under 10 minutes
 #   --rows N         final size (default 11,000,000)
 #   --steps "A B C"  measurement steps in rows (default: 1.1M, 2.2M, 4.4M,
 #                    6.6M, 8.8M, 11M scaled to --rows)
@@ -67,6 +67,7 @@ run_every=550000
 check_every=50000
 p99_rate=500
 p99_clients=4
+p99_secs=15
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -89,11 +90,13 @@ while [ $# -gt 0 ]; do
 done
 if [ "$quick" = 1 ]; then
 	# explicit options given after --quick still win: only fill the defaults
-	[ "$rows" = 11000000 ] && rows=2000000
-	[ "$duration" = 60 ] && duration=10
-	[ "$copy_rows" = 1000000 ] && copy_rows=200000
-	oltp_rows=300000
-	oltp_secs=8
+	[ "$rows" = 11000000 ] && rows=1800000
+	[ "$duration" = 60 ] && duration=8
+	[ "$copy_rows" = 1000000 ] && copy_rows=100000
+	oltp_duration=5
+	oltp_rows=200000
+	oltp_secs=6
+	p99_secs=8
 	[ -z "$steps" ] && steps="1100000 $rows"
 fi
 [ -z "$oltp_duration" ] && oltp_duration=$duration
@@ -456,7 +459,7 @@ SQL
 # against those of the run without.
 # --------------------------------------------------------------------------
 p99_during_run() {	# p99_during_run LAYOUT
-	local layout=$1 secs=15 runcall t0 t1
+	local layout=$1 secs=$p99_secs runcall t0 t1
 	grow_tail "$layout" >/dev/null
 	if [ "$layout" = ext ]; then
 		runcall="SELECT rows_moved FROM archive_cluster_run('t', force => true)"
@@ -472,7 +475,7 @@ p99_during_run() {	# p99_during_run LAYOUT
 	# ends by itself, so it is never interrupted
 	local last secs_run
 	last=$(q -c "SELECT coalesce(max(seconds) FILTER (WHERE run_no = (SELECT max(run_no) FROM bench_runs)), 5) FROM bench_runs")
-	secs_run=$(awk -v l="$last" 'BEGIN { s = int(3 * l + 7); if (s < 15) s = 15; print s }')
+	secs_run=$(awk -v l="$last" -v m="$p99_secs" 'BEGIN { s = int(3 * l + 7); if (s < m) s = m; print s }')
 	settle
 	(cd "$raw" && as_pg "$bindir/pgbench" -h "$sock" -p "$port" -n -M prepared --max-tries=10 -c "$p99_clients" -j 2 \
 		-T "$secs_run" -R "$p99_rate" --log --log-prefix="p99_run_$layout" -f "$out/lib/insert.pgbench" bench \
