@@ -284,15 +284,23 @@ focused() {	# focused BENCHMARK LAYOUT ROWS METRIC VALUE UNIT
 
 ids() { q -c "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM t_id_seq"; }
 
-# grow t to TARGET ids, 50,000 rows per session (see bench_grow in lib/common.sql);
-# more arguments: psql -c options run first in each session (SET ...)
+# grow t to TARGET ids in chunks of 100,000 rows (see bench_grow in
+# lib/common.sql); more arguments: psql -c options run first in each session
+# (SET ...).  Two sessions grow each chunk side by side (one per core), each
+# inserting and updating in its own batches until the ids reach the chunk's
+# end, each updating its own half of the recent ids (odd or even), so they
+# never wait for each other's rows; bench_maybe_run() takes turns on the row
+# of bench_state.
 grow_to() {	# grow_to TARGET [-c "SET ..."]...
-	local target=$1 cur next; shift
+	local target=$1 cur next p1 p2; shift
 	cur=$(ids)
 	while [ "$cur" -lt "$target" ]; do
-		next=$((cur + 50000))
+		next=$((cur + 100000))
 		[ "$next" -gt "$target" ] && next=$target
-		q "$@" -c "CALL bench_grow($next)" >/dev/null
+		q "$@" -c "CALL bench_grow($next, part => 0, parts => 2)" >/dev/null & p1=$!
+		q "$@" -c "CALL bench_grow($next, part => 1, parts => 2)" >/dev/null & p2=$!
+		wait "$p1"
+		wait "$p2"
 		cur=$(ids)
 	done
 }
@@ -357,8 +365,16 @@ SQL
 # median tps.  Alternating in one server cancels the drift of a shared
 # machine that separate servers, minutes apart, would carry into the ratio.
 # --------------------------------------------------------------------------
+oltp_grow() {	# oltp_grow DB
+	local n=0
+	while [ "$n" -lt "$oltp_rows" ]; do
+		n=$((n + 50000)); [ "$n" -gt "$oltp_rows" ] && n=$oltp_rows
+		psql_db "$1" -c "CALL bench_grow($n)" >/dev/null
+	done
+	psql_db "$1" -c "VACUUM ANALYZE" >/dev/null
+}
 oltp_bench() {
-	local db layout round tps
+	local db layout round tps p1 p2
 	echo "== OLTP only: plain table vs archive_cluster's view, $oltp_rows rows each, 3 rounds of ${oltp_secs} s"
 	for layout in plain ext; do
 		db=oltp_$layout
@@ -367,13 +383,12 @@ oltp_bench() {
 			-c "ALTER DATABASE $db SET bench.run_every = '$run_every'" \
 			-c "ALTER DATABASE $db SET bench.check_every = '$check_every'" >/dev/null
 		psql_db "$db" -f "$out/lib/layout_$layout.sql" -f "$out/lib/common.sql" >/dev/null
-		local n=0
-		while [ "$n" -lt "$oltp_rows" ]; do
-			n=$((n + 50000)); [ "$n" -gt "$oltp_rows" ] && n=$oltp_rows
-			psql_db "$db" -c "CALL bench_grow($n)" >/dev/null
-		done
-		psql_db "$db" -c "VACUUM ANALYZE" >/dev/null
 	done
+	# the two databases grow side by side, one session each
+	oltp_grow oltp_plain & p1=$!
+	oltp_grow oltp_ext & p2=$!
+	wait "$p1"
+	wait "$p2"
 	for round in 1 2 3; do
 		for layout in plain ext; do
 			db=oltp_$layout

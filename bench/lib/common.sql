@@ -19,10 +19,13 @@ CREATE TABLE IF NOT EXISTS bench_runs (
 -- ids (the seed's "last hour"), so inserts and updates are 1:1.  After each
 -- batch the layout's bench_maybe_run() decides whether to archive.
 -- Statements are planned afresh for each batch (EXECUTE), as the tables
--- grow; bench.sh calls this in chunks of 50,000 rows, one session each, so
--- that the cumulative statistics are reported and autovacuum sees the
--- changes (a backend reports them only between top-level statements).
-CREATE OR REPLACE PROCEDURE bench_grow(target bigint, batch int DEFAULT 1000, hour_rows int DEFAULT 3600)
+-- grow; bench.sh calls this in chunks of 100,000 rows, so that the
+-- cumulative statistics are reported and autovacuum sees the changes (a
+-- backend reports them only between top-level statements).  "parts"
+-- sessions may grow t side by side, session "part" updating only ids with
+-- id % parts = part: their updates never touch the same rows.
+CREATE OR REPLACE PROCEDURE bench_grow(target bigint, batch int DEFAULT 1000, hour_rows int DEFAULT 3600,
+									   part int DEFAULT 0, parts int DEFAULT 1)
 LANGUAGE plpgsql AS $$
 DECLARE
 	total bigint;
@@ -37,7 +40,8 @@ BEGIN
 				 FROM generate_series(1, $1)' USING least(batch, target - total)::int;
 		total := currval('t_id_seq');
 		SELECT array_agg(total - g) INTO ids
-		FROM (SELECT g FROM generate_series(0, hour_rows - 1) g ORDER BY random() LIMIT batch) s;
+		FROM (SELECT g FROM generate_series(0, hour_rows - 1) g
+			  WHERE (total - g) % parts = part ORDER BY random() LIMIT batch) s;
 		EXECUTE 'UPDATE t SET pad = repeat(''#'', floor(random() * 201)::int) WHERE id = ANY ($1)' USING ids;
 		COMMIT;
 		CALL bench_maybe_run(total);
