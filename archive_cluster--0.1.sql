@@ -55,7 +55,7 @@ AS $$
 BEGIN
 	DELETE FROM @extschema@.archive_cluster_config c
 	USING pg_event_trigger_dropped_objects() d
-	WHERE d.classid = 'pg_class'::regclass
+	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
 	  AND d.objid IN (c.relation, c.current_table, c.archive_table);
 END
 $$;

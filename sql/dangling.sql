@@ -44,6 +44,10 @@ SELECT count(*) FILTER (WHERE status LIKE 'error%') AS failed,
 	   count(*) FILTER (WHERE table_name::text = 'stays' AND status = 'archived') AS stays_archived
 FROM r;
 SELECT count(*) AS stays_rows_archived FROM stays_archive;
+-- a column added to a tier alone and dropped again: still registered
+ALTER TABLE stays_current ADD COLUMN extra int;
+ALTER TABLE stays_current DROP COLUMN extra;
+SELECT count(*) AS still_registered FROM archive_cluster_config WHERE relation = 'stays'::regclass;
 SELECT archive_cluster_unregister('stays') AS moved_back;
 DROP TABLE stays;
 DROP FUNCTION clear_error(text);

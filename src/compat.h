@@ -16,6 +16,7 @@
 #endif
 
 #include "access/genam.h"
+#include "catalog/dependency.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -110,7 +111,6 @@
 /*
  * getIdentitySequence() takes the relation instead of its OID since 17.
  */
-#include "catalog/dependency.h"
 #if PG_VERSION_NUM >= 170000
 #define ac_identity_sequence(rel, attnum) \
 	getIdentitySequence((rel), (attnum), true)

@@ -518,11 +518,11 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 				SPI_OK_UTILITY);
 
 	/* defaults, so that INSERT through the view fills omitted columns */
-	ac_exec_generated(psprintf("SELECT 'ALTER VIEW %s ALTER COLUMN '"
+	ac_exec_generated(psprintf("SELECT %s"
 							   " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname)"
 							   " OPERATOR(pg_catalog.||) ' SET DEFAULT '"
 							   " OPERATOR(pg_catalog.||) CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) ''"
-							   "  THEN '%s(' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(%s)"
+							   "  THEN %s OPERATOR(pg_catalog.||) pg_catalog.quote_literal(%s)"
 							   "   OPERATOR(pg_catalog.||) '::pg_catalog.regclass, '"
 							   "   OPERATOR(pg_catalog.||) pg_catalog.quote_literal(a.attname)"
 							   "   OPERATOR(pg_catalog.||) '::pg_catalog.name)'"
@@ -534,7 +534,8 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 							   " AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
 							   " AND (a.attidentity OPERATOR(pg_catalog.<>) '' OR d.adbin IS NOT NULL)"
 							   " ORDER BY a.attnum",
-							   qrel, ac_extension_object("archive_cluster_identity_nextval"),
+							   quote_literal_cstr(psprintf("ALTER VIEW %s ALTER COLUMN ", qrel)),
+							   quote_literal_cstr(psprintf("%s(", ac_extension_object("archive_cluster_identity_nextval"))),
 							   quote_literal_cstr(qrel)),
 					  relid);
 

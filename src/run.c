@@ -67,8 +67,6 @@ PG_FUNCTION_INFO_V1(archive_cluster_table_state);
 /* first key of the advisory lock taken per registered table: 'ACRU' */
 #define AC_RUN_LOCK_KEY 0x41435255
 
-/* first key of the advisory locks the test hook waits on: 'ACPA' */
-
 /* rows handed to table_multi_insert() at a time */
 #define AC_MULTI_INSERT 1000
 
@@ -545,6 +543,8 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	m.cur = table_open(cfg->current, RowExclusiveLock);
 	m.arc = table_open(cfg->archive, RowExclusiveLock);
 	m.cid = GetCurrentCommandId(true);
+	/* a published table needs a replica identity for the deletes, as DELETE does */
+	CheckCmdReplicaIdentity(m.cur, CMD_DELETE);
 
 	ageattno = get_attnum(cfg->current, cfg->age_column);
 	if (ageattno <= 0)

@@ -28,11 +28,12 @@
  *		  trigger returns (RETURNING) is the row as it will be stored.  A
  *		  buffer holds the rows of one view and one (sub)transaction level;
  *		  it is dropped when that level aborts.
- *		- UPDATE of a row of such a current table that is found by its key,
- *		  is still exactly the row the statement read and that nobody else is
- *		  changing is done straight on the table and its indexes; any other
- *		  case (not in current, changed, locked, column privileges only) goes
- *		  to the prepared statements, which wait and fail as described.
+ *		- UPDATE of a row of such a current table that is found by its key
+ *		  and is still exactly the row the statement read is done straight
+ *		  on the table and its indexes (waiting, as UPDATE does, for another
+ *		  transaction changing it); any other case (not in current, changed
+ *		  meanwhile, column privileges only) goes to the prepared
+ *		  statements, which wait and fail as described.
  *		- The identity key's uniqueness across the two tables is checked by
  *		  a direct scan of the other table's key index.
  *
@@ -48,7 +49,6 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/dependency.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_operator.h"
@@ -560,7 +560,7 @@ ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected,
 	 * security applies to the user on the tier: its policies must see them.
 	 */
 	as_owner = pg_class_aclmask(tier, GetUserId(), mode, ACLMASK_ALL) != mode &&
-		check_enable_rls(tier, InvalidOid, true) == RLS_NONE;
+		check_enable_rls(tier, InvalidOid, true) != RLS_ENABLED;
 	if (as_owner)
 		ac_switch_to_owner(tier, &save_userid, &save_sec_context, &save_nestlevel);
 	rc = SPI_execute_plan(plan, values, nulls, false, 1);
@@ -625,11 +625,12 @@ ac_direct_insert(AcTriggerEntry *e, Datum *viewv, bool *viewn)
  * UPDATE a row of <t>_current directly, in place of the prepared UPDATE,
  * when it is simple: the caller holds UPDATE and SELECT on the table, the
  * row is found by its key (with the snapshot the statement would take),
- * it is still exactly the row the statement read (binary comparison, as
- * *= does) and nobody else is changing it.  Then constraints, heap and
- * indexes, as an UPDATE statement would for a table without triggers.
- * Otherwise returns false having changed nothing, and the prepared
- * statements decide, with their waits and 40001s.
+ * it is still exactly the row the statement read (compared as *= does).
+ * Then constraints, heap and indexes, as an UPDATE statement would for a
+ * table without triggers; like it, this waits for another transaction
+ * changing the row.  When that one committed a change (or the row is not
+ * there, or differs), returns false having changed nothing, and the
+ * prepared statements decide, with their waits and 40001s.
  */
 static bool
 ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *newn)
@@ -684,8 +685,8 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 
 			if (v >= 0)
 				same = oldslot->tts_isnull[i] == oldn[v] &&
-					(oldn[v] || datumIsEqual(oldslot->tts_values[i], oldv[v],
-											 e->typbyvals[v], e->typlens[v]));
+					(oldn[v] || datum_image_eq(oldslot->tts_values[i], oldv[v],
+											   e->typbyvals[v], e->typlens[v]));
 		}
 	}
 
@@ -718,12 +719,13 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 		estate = CreateExecutorState();
 		rri = makeNode(ResultRelInfo);
 		InitResultRelInfo(rri, rel, 0, NULL, 0);
+		CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 		ExecOpenIndices(rri, false);
 		if (rel->rd_att->constr)
 			ExecConstraints(rri, newslot, estate);
 		res = table_tuple_update(rel, &oldslot->tts_tid, newslot,
 								 GetCurrentCommandId(true), snapshot, InvalidSnapshot,
-								 false, &tmfd, &lockmode, &update_indexes);
+								 true, &tmfd, &lockmode, &update_indexes);
 		if (res == TM_Ok && rri->ri_NumIndices > 0 &&
 			ac_update_needs_indexes(update_indexes))
 			(void) ac_insert_index_tuples_update(rri, newslot, estate,
@@ -790,7 +792,7 @@ ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 		if (dirty.speculativeToken)
 			SpeculativeInsertionWait(dirty.xmin, dirty.speculativeToken);
 		else
-			XactLockTableWait(xwait, rel, &slot->tts_tid, XLTW_InsertIndex);
+			XactLockTableWait(xwait, rel, &slot->tts_tid, XLTW_InsertIndexUnique);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	/* keep the locks until the end of the transaction, as a scan would */
@@ -1245,7 +1247,7 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		else
 		{
 			ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING,
-					   e->current, ACL_INSERT);
+					   e->current, ACL_INSERT | ACL_SELECT);
 			result = SPI_copytuple(SPI_tuptable->vals[0]);
 			ac_check_key_unique(view, e, 1, oldv, oldn);
 		}

@@ -206,7 +206,9 @@ ac_worker_table(Oid relation)
 			AcThreshold th;
 
 			ac_begin("archive_cluster: checking a table");
-			if (ac_load_config(relation, &cfg, CurrentMemoryContext))
+			/* a configuration row left by a drop (event triggers off): skip */
+			if (ac_load_config(relation, &cfg, CurrentMemoryContext) &&
+				get_rel_name(relation) != NULL)
 			{
 				relname = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(relation));
 				ac_compute_threshold(&cfg, &th);
