@@ -31,6 +31,8 @@
 #                    256MB in 2GB)
 #   --layouts "plain sql ext"   which layouts (default all three)
 #   --copy-rows N    rows of the COPY FROM benchmark (default 1,000,000)
+#   --batch-rows N   archive_cluster's batch_rows (layout ext; default: its
+#                    automatic threshold, distinct keys x rows per page)
 #   --out DIR        results directory (default /tmp/archive_cluster_bench.XXXX)
 #   --port N         first port (default 5533)
 #   --build          build and install archive_cluster from a copy of this
@@ -54,6 +56,7 @@ mem=1G
 shared_buffers=128MB
 layouts="plain sql ext"
 copy_rows=1000000
+batch_rows=""
 oltp_rows=1100000
 oltp_secs=20
 out=""
@@ -79,6 +82,7 @@ while [ $# -gt 0 ]; do
 		--shared-buffers) shared_buffers=$2; shift 2 ;;
 		--layouts) layouts=$2; shift 2 ;;
 		--copy-rows) copy_rows=$2; shift 2 ;;
+		--batch-rows) batch_rows=$2; shift 2 ;;
 		--out) out=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--build) build=1; shift ;;
@@ -526,7 +530,8 @@ run_layout() {	# run_layout LAYOUT
 	psql_db postgres -c "CREATE DATABASE bench"
 	psql_db postgres -c "ALTER DATABASE bench SET bench.hot_window = '$hot_window'" \
 		-c "ALTER DATABASE bench SET bench.run_every = '$run_every'" \
-		-c "ALTER DATABASE bench SET bench.check_every = '$check_every'"
+		-c "ALTER DATABASE bench SET bench.check_every = '$check_every'" \
+		-c "ALTER DATABASE bench SET bench.batch_rows = '$batch_rows'"
 	psql_db bench -f "$out/lib/layout_$layout.sql" >/dev/null
 	psql_db bench -f "$out/lib/common.sql" >/dev/null
 

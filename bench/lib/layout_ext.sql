@@ -13,7 +13,8 @@ CREATE TABLE t (
 );
 CREATE INDEX t_cid_ts ON t (cid, ts);
 SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => current_setting('bench.hot_window')::interval);
+								hot_window => current_setting('bench.hot_window')::interval,
+								batch_rows => nullif(current_setting('bench.batch_rows', true), '')::bigint);
 
 CREATE TABLE bench_state (last_check_ids bigint NOT NULL);
 INSERT INTO bench_state VALUES (0);
