@@ -204,13 +204,14 @@ ac_worker_table(Oid relation)
 		{
 			AcTableConfig cfg;
 			AcThreshold th;
+			char	   *name;
 
 			ac_begin("archive_cluster: checking a table");
+			name = get_rel_name(relation);
 			/* a configuration row left by a drop (event triggers off): skip */
-			if (ac_load_config(relation, &cfg, CurrentMemoryContext) &&
-				get_rel_name(relation) != NULL)
+			if (name != NULL && ac_load_config(relation, &cfg, CurrentMemoryContext))
 			{
-				relname = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(relation));
+				relname = MemoryContextStrdup(ac_cycle_cxt, name);
 				ac_compute_threshold(&cfg, &th);
 				if (ac_first_cycle || ac_table_due(&cfg, th.rows))
 				{
