@@ -33,6 +33,10 @@
 #   --copy-rows N    rows of the COPY FROM benchmark (default 1,000,000)
 #   --batch-rows N   archive_cluster's batch_rows (layout ext; default: its
 #                    automatic threshold, distinct keys x rows per page)
+#   --p99-settings "a=b[,c=d] ..."   target 5 is also measured with the run's
+#                    session set so, for each of these (twice each, alternating;
+#                    default "archive_cluster.run_flush_after=0", none with
+#                    --quick); the verdict is always the one with the defaults
 #   --out DIR        results directory (default /tmp/archive_cluster_bench.XXXX)
 #   --port N         first port (default 5533)
 #   --build          build and install archive_cluster from a copy of this
@@ -71,6 +75,8 @@ check_every=50000
 p99_rate=500
 p99_clients=4
 p99_secs=15
+p99_settings="archive_cluster.run_flush_after=0"
+p99_settings_set=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -83,12 +89,13 @@ while [ $# -gt 0 ]; do
 		--layouts) layouts=$2; shift 2 ;;
 		--copy-rows) copy_rows=$2; shift 2 ;;
 		--batch-rows) batch_rows=$2; shift 2 ;;
+		--p99-settings) p99_settings=$2; p99_settings_set=1; shift 2 ;;
 		--out) out=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--build) build=1; shift ;;
 		--keep) keep=1; shift ;;
 		--docs) docs=1; shift ;;
-		-h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,48p' "$0"; exit 0 ;;
 		*) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -101,6 +108,7 @@ if [ "$quick" = 1 ]; then
 	oltp_rows=200000
 	oltp_secs=6
 	p99_secs=8
+	[ "$p99_settings_set" = 0 ] && p99_settings=""
 	[ -z "$steps" ] && steps="1100000 $rows"
 fi
 [ -z "$oltp_duration" ] && oltp_duration=$duration
@@ -477,17 +485,24 @@ SQL
 # run, then with a run started 3 s in; the inserts that ran during the run
 # against those of the run without.
 # --------------------------------------------------------------------------
-p99_during_run() {	# p99_during_run LAYOUT
-	local layout=$1 secs=$p99_secs runcall t0 t1
+p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext, the run's session with SETTINGS (a=b,c=d)
+	local layout=$1 label=${2:-$1} secs=$p99_secs runcall t0 t1
 	grow_tail "$layout" >/dev/null
 	if [ "$layout" = ext ]; then
 		runcall="SELECT rows_moved FROM archive_cluster_run('t', force => true)"
+		local kv
+		for kv in $(echo "${3:-}" | tr ',' ' '); do
+			runcall="SET ${kv%%=*} = '${kv#*=}'; $runcall"
+		done
 	else
 		runcall="SELECT sql_archive_run(interval '$hot_window')"
 	fi
 	echo "   inserts without a run: ${secs} s at $p99_rate tps"
+	# the previous run's deleted and appended rows: vacuumed now rather than by
+	# autovacuum in the middle of a measurement
+	q -c "VACUUM t_current, t_archive" >/dev/null
 	settle
-	run_pgbench "p99_base_$layout" "$secs" "$p99_clients" -R "$p99_rate" -f "$out/lib/insert.pgbench" >/dev/null
+	run_pgbench "p99_base_$label" "$secs" "$p99_clients" -R "$p99_rate" -f "$out/lib/insert.pgbench" >/dev/null
 	echo "   inserts with a run"
 	# pgbench runs for as long as the last archive run of the growth took,
 	# 3 times over, plus 3 s before and after: it writes its log only when it
@@ -497,8 +512,8 @@ p99_during_run() {	# p99_during_run LAYOUT
 	secs_run=$(awk -v l="$last" -v m="$p99_secs" 'BEGIN { s = int(3 * l + 7); if (s < m) s = m; print s }')
 	settle
 	(cd "$raw" && as_pg "$bindir/pgbench" -h "$sock" -p "$port" -n -M prepared --max-tries=10 -c "$p99_clients" -j 2 \
-		-T "$secs_run" -R "$p99_rate" --log --log-prefix="p99_run_$layout" -f "$out/lib/insert.pgbench" bench \
-		> "$raw/p99_run_$layout.out" 2>&1) &
+		-T "$secs_run" -R "$p99_rate" --log --log-prefix="p99_run_$label" -f "$out/lib/insert.pgbench" bench \
+		> "$raw/p99_run_$label.out" 2>&1) &
 	local pgb=$!
 	sleep 3
 	# what the inserting sessions wait for, sampled every 50 ms while the run
@@ -513,9 +528,9 @@ p99_during_run() {	# p99_during_run LAYOUT
 	wait "$sampler"
 	wait "$pgb"
 	{ echo "wait_event,samples"; q -F , -c "SELECT wait, count(*) FROM bench_waits GROUP BY 1 ORDER BY 2 DESC"; } \
-		> "$res/p99_waits_$layout.csv"
-	echo "   inserting sessions during the run (wait events, 50-ms samples): $(tail -n +2 "$res/p99_waits_$layout.csv" | head -5 | tr '\n' ' ')"
-	$PY "$here/lib/report.py" p99window "$raw" "$layout" "$t0" "$t1" "$moved" "$(ids)" >> "$res/focused.csv"
+		> "$res/p99_waits_$label.csv"
+	echo "   inserting sessions during the run (wait events, 50-ms samples): $(tail -n +2 "$res/p99_waits_$label.csv" | head -5 | tr '\n' ' ')"
+	$PY "$here/lib/report.py" p99window "$raw" "$label" "$t0" "$t1" "$moved" "$(ids)" >> "$res/focused.csv"
 	tail -4 "$res/focused.csv" | sed 's/^/   /'
 }
 
@@ -657,6 +672,18 @@ SQL
 
 	if [ "$layout" != plain ]; then
 		echo "-- $layout: p99 of concurrent inserts without and with a run"
+		if [ "$layout" = ext ]; then
+			# the same with other settings of the run's session (--p99-settings),
+			# alternating, each twice
+			local i=0 v
+			for v in $p99_settings $p99_settings; do
+				i=$((i + 1))
+				echo "   with $v"
+				echo "ext_s$i,$v" >> "$res/p99_settings.csv"
+				p99_during_run ext "ext_s$i" "$v"
+			done
+			echo "   with the default settings"
+		fi
 		p99_during_run "$layout"
 	fi
 

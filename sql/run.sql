@@ -108,3 +108,14 @@ SET enable_bitmapscan = off;
 SELECT count(*) AS via_hash FROM ix_archive WHERE name = 'Hash10050';
 RESET enable_seqscan;
 RESET enable_bitmapscan;
+-- archive_cluster.run_flush_after is the run's own backend_flush_after: the
+-- session's setting is back afterwards; out of range is refused
+SET backend_flush_after = 0;
+SET archive_cluster.run_flush_after = '128kB';
+INSERT INTO ix SELECT g, g % 13, now() - interval '1 day', 'Flush' || g, 7 FROM generate_series(20001, 20100) g;
+SELECT rows_moved FROM archive_cluster_run('ix', force => true);
+SHOW backend_flush_after;
+SHOW archive_cluster.run_flush_after;
+SELECT try($$SET archive_cluster.run_flush_after = '4MB'$$) LIKE '22023: % is outside the valid range for parameter "archive_cluster.run_flush_after" %' AS refused;
+RESET archive_cluster.run_flush_after;
+RESET backend_flush_after;

@@ -57,6 +57,7 @@ extern int	archive_cluster_naptime;
 extern char *archive_cluster_databases;
 extern int	archive_cluster_max_batch_rows;
 extern int	archive_cluster_max_runtime;
+extern int	archive_cluster_run_flush_after;
 extern char *archive_cluster_debug_pause;
 extern void ac_define_gucs(void);
 

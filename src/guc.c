@@ -28,6 +28,9 @@ int			archive_cluster_max_batch_rows = 10000000;
 /* archive_cluster.max_runtime: seconds of batches per table and cycle */
 int			archive_cluster_max_runtime = 0;
 
+/* archive_cluster.run_flush_after: backend_flush_after of runs (8 kB pages) */
+int			archive_cluster_run_flush_after = 32;
+
 /* archive_cluster.debug_pause: phases of a run that wait (tests only) */
 char	   *archive_cluster_debug_pause = NULL;
 
@@ -140,6 +143,16 @@ ac_define_gucs(void)
 							&archive_cluster_max_runtime,
 							0, 0, 86400,
 							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.run_flush_after",
+							"Amount of data a run writes after which the kernel is asked to "
+							"write it back (backend_flush_after of runs).",
+							"Keeps a run's writes from piling up as dirty page cache, which would "
+							"stall the WAL flushes of concurrent commits.  0: the kernel decides.",
+							&archive_cluster_run_flush_after,
+							32, 0, 256,
+							PGC_USERSET, GUC_UNIT_BLOCKS,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("archive_cluster.debug_pause",

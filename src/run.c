@@ -691,6 +691,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	int			save_nestlevel;
 	Oid			owner;
 	char	   *relname = get_rel_name(cfg->relation);
+	char		flush_after[16];
 
 	res->rows = 0;
 	res->batches = 0;
@@ -734,6 +735,18 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	res->threshold = th.rows;
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
+
+	/*
+	 * The run writes many pages through its ring of buffers; have the kernel
+	 * write them back as it goes (backend_flush_after, restored with the
+	 * user), as checkpoint_flush_after does for checkpoints.  Left to pile up
+	 * as dirty page cache, they make every WAL flush of concurrent commits
+	 * wait (docs/benchmarks.md, target 5).
+	 */
+	snprintf(flush_after, sizeof(flush_after), "%d", archive_cluster_run_flush_after);
+	(void) set_config_option("backend_flush_after", flush_after,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	res->rows = ac_move(cfg, th.rows, force, max_batches, &res->batches, &res->more);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();

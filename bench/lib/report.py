@@ -285,10 +285,20 @@ def cmd_report(res):
     else:
         L.append('| 4 | run vs SQL statement | not measured | n/a |')
     r = f('p99_inserts', 'ext', 'p99_ratio')
-    L.append('| 5 | p99 of concurrent inserts during a run <= 2x without | %s ms during a %s-s run (%s inserts) vs %s ms without: **%sx** (SQL design: %sx) | %s |'
+    settings = {}
+    if os.path.exists(os.path.join(res, 'p99_settings.csv')):
+        with open(os.path.join(res, 'p99_settings.csv')) as fh:
+            for row in csv.reader(fh):
+                settings[row[0]] = ','.join(row[1:])
+    variants = sorted(settings, key=lambda v: int(v[5:]))
+    vdesc = ''.join('; with %s: %s ms during a %s-s run vs %s ms: %sx'
+                    % (settings[v], fmt(f('p99_inserts', v, 'p99_during_run_ms')),
+                       fmt(f('p99_inserts', v, 'run_seconds'), 1), fmt(f('p99_inserts', v, 'p99_without_run_ms')),
+                       fmt(f('p99_inserts', v, 'p99_ratio'))) for v in variants)
+    L.append('| 5 | p99 of concurrent inserts during a run <= 2x without (verdict: default settings) | %s ms during a %s-s run (%s inserts) vs %s ms without: **%sx**%s (SQL design: %sx) | %s |'
              % (fmt(f('p99_inserts', 'ext', 'p99_during_run_ms')), fmt(f('p99_inserts', 'ext', 'run_seconds'), 1),
                 fmt(f('p99_inserts', 'ext', 'inserts_during_run'), 0), fmt(f('p99_inserts', 'ext', 'p99_without_run_ms')), fmt(r),
-                fmt(f('p99_inserts', 'sql', 'p99_ratio')), verdict(None if math.isnan(r) else r <= 2)))
+                vdesc, fmt(f('p99_inserts', 'sql', 'p99_ratio')), verdict(None if math.isnan(r) else r <= 2)))
     r = ratio(f('copy', 'ext', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))
     L.append('| 6 | COPY FROM through the view >= 0.7x into the plain table | %s rows/s vs %s rows/s: **%sx** (PL/pgSQL view: %sx) | %s |'
              % (fmt(f('copy', 'ext', 'rows_per_s'), 0), fmt(f('copy', 'plain', 'rows_per_s'), 0), fmt(r),
@@ -350,7 +360,7 @@ def cmd_report(res):
         L.append('')
 
     waits = []
-    for l in ('sql', 'ext'):
+    for l in ['sql'] + variants + ['ext']:
         w = load(os.path.join(res, 'p99_waits_%s.csv' % l))
         if w:
             tot = sum(int(x['samples']) for x in w)
