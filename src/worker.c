@@ -8,7 +8,8 @@
  *
  *		The test of whether a table is due uses statistics only
  *		(ac_table_due()); a due table is run like archive_cluster_run() does,
- *		as the table's owner, one batch per transaction.  An error in one
+ *		as the table's owner, one batch per transaction, and then its
+ *		<t>_current is vacuumed.  An error in one
  *		table is logged and recorded in archive_cluster_runs and the worker
  *		goes on with the others.  The worker exits when the extension is no
  *		longer installed in its database.
@@ -19,8 +20,11 @@
 
 #include "access/xact.h"
 #include "commands/extension.h"
+#include "commands/vacuum.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_node.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -175,15 +179,59 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
 }
 
 /*
+ * VACUUM a current table after a run moved rows out of it: until then its
+ * indexes still point at every moved row, and a reader of the view visits
+ * those rows' heap pages (autovacuum would come later, and a run can empty
+ * most of the table at once).  As VACUUM does, in transactions of its own;
+ * an error is logged only.
+ */
+static void
+ac_worker_vacuum(Oid current)
+{
+	PG_TRY();
+	{
+		char	   *nspname;
+		char	   *relname;
+
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		nspname = get_namespace_name(get_rel_namespace(current));
+		relname = get_rel_name(current);
+		if (nspname != NULL && relname != NULL)
+		{
+			VacuumStmt *stmt = makeNode(VacuumStmt);
+
+			pgstat_report_activity(STATE_RUNNING, "archive_cluster: vacuuming a current table");
+			stmt->is_vacuumcmd = true;
+			stmt->rels = list_make1(makeVacuumRelation(makeRangeVar(nspname, relname, -1),
+													   current, NIL));
+			ExecVacuum(make_parsestate(NULL), stmt, true);
+		}
+		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
+	}
+	PG_CATCH();
+	{
+		HOLD_INTERRUPTS();
+		EmitErrorReport();
+		AbortOutOfAnyTransaction();
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+	}
+	PG_END_TRY();
+}
+
+/*
  * Archive one table if it is due: one batch per transaction, until nothing
- * is left or archive_cluster.max_runtime has passed.  A table whose last
- * run failed waits for its backoff.
+ * is left or archive_cluster.max_runtime has passed, then vacuum its current
+ * table.  A table whose last run failed waits for its backoff.
  */
 static void
 ac_worker_table(Oid relation)
 {
 	TimestampTz deadline = 0;
 	AcBackoff  *b = ac_backoff_of(relation);
+	volatile Oid current = InvalidOid;	/* set once a batch moved rows */
 
 	if (b != NULL && GetCurrentTimestamp() < b->next_try)
 		return;
@@ -194,7 +242,8 @@ ac_worker_table(Oid relation)
 	{
 		AcRunResult res;
 		char	   *volatile relname = NULL;
-		bool		ran = false;
+		volatile bool ran = false;
+		volatile bool failed = false;
 		TimestampTz started = GetCurrentTimestamp();
 
 		CHECK_FOR_INTERRUPTS();
@@ -218,6 +267,8 @@ ac_worker_table(Oid relation)
 					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
 					ac_run_table(&cfg, false, 1, "worker", &res);
 					ran = true;
+					if (res.rows > 0)
+						current = cfg.current;
 				}
 			}
 			ac_commit();
@@ -240,9 +291,11 @@ ac_worker_table(Oid relation)
 							relname ? relname : "?", edata->message)));
 			ac_worker_record_error(relation, started, edata->message);
 			ac_backoff_failed(relation);
-			return;
+			failed = true;
 		}
 		PG_END_TRY();
+		if (failed)
+			break;				/* not inside PG_TRY: that is a loop of its own */
 
 		if (ran)
 			ac_backoff_succeeded(relation);
@@ -256,10 +309,12 @@ ac_worker_table(Oid relation)
 							secs > 0 ? res.rows / secs : 0)));
 		}
 		if (!res.more)
-			return;
+			break;
 		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
-			return;
+			break;
 	}
+	if (OidIsValid(current))
+		ac_worker_vacuum(current);
 }
 
 /* One pass over the registered tables; false when the extension is gone. */

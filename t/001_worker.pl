@@ -97,6 +97,11 @@ is( $node->safe_psql(
 	'the run is in archive_cluster_runs as started by the worker');
 ok($node->log_contains(qr/archive_cluster: archived 60000 rows of "pay" in 1 batch\(es\), [0-9.]+ s \([0-9]+ rows\/s\)/),
 	'one LOG line for the run');
+ok( $node->poll_query_until(
+		'app',
+		"SELECT vacuum_count >= 1 AND n_dead_tup = 0 FROM pg_stat_user_tables WHERE relid = 'pay_current'::regclass"
+	),
+	'the worker vacuums pay_current after the run (autovacuum is off)');
 
 # --- SIGHUP: a longer naptime holds the worker back, a short one lets it go
 $node->append_conf('postgresql.conf', 'archive_cluster.naptime = 3600');
