@@ -149,6 +149,17 @@ ac_worker_relations(bool *installed)
 	return relations;
 }
 
+/* In a PG_CATCH: log the error, abort the transaction, go on. */
+static void
+ac_log_error_and_abort(void)
+{
+	HOLD_INTERRUPTS();
+	EmitErrorReport();
+	AbortOutOfAnyTransaction();
+	FlushErrorState();
+	RESUME_INTERRUPTS();
+}
+
 /* Record a failed run of a table in archive_cluster_runs. */
 static void
 ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
@@ -169,11 +180,7 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
 	PG_CATCH();
 	{
 		/* the table or the extension went away meanwhile: log only */
-		HOLD_INTERRUPTS();
-		EmitErrorReport();
-		AbortOutOfAnyTransaction();
-		FlushErrorState();
-		RESUME_INTERRUPTS();
+		ac_log_error_and_abort();
 	}
 	PG_END_TRY();
 }
@@ -212,11 +219,7 @@ ac_worker_vacuum(Oid current)
 	}
 	PG_CATCH();
 	{
-		HOLD_INTERRUPTS();
-		EmitErrorReport();
-		AbortOutOfAnyTransaction();
-		FlushErrorState();
-		RESUME_INTERRUPTS();
+		ac_log_error_and_abort();
 	}
 	PG_END_TRY();
 }
