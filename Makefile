@@ -26,7 +26,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 
 REGRESS = setup register dml run unregister errors stats worker hostile_input dangling view_privileges
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
-ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race
+ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race run_pacing
 TAP_TESTS = 1
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
 

@@ -30,7 +30,8 @@ CREATE TABLE archive_cluster_run_log (
 	batches integer NOT NULL,
 	started_by text NOT NULL,			-- 'manual' or 'worker'
 	run_as name NOT NULL,
-	error text
+	error text,
+	paced interval NOT NULL DEFAULT '0'	-- slept for run_max_wal_rate
 );
 
 SELECT pg_catalog.pg_extension_config_dump('archive_cluster_config', '');
@@ -168,6 +169,7 @@ SELECT run_id,
 	   started_at,
 	   finished_at,
 	   finished_at - started_at AS duration,
+	   paced,
 	   rows_moved,
 	   batches,
 	   started_by,

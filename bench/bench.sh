@@ -35,7 +35,7 @@
 #                    automatic threshold, distinct keys x rows per page)
 #   --p99-settings "a=b[,c=d] ..."   target 5 is also measured with the run's
 #                    session set so, for each of these (twice each, alternating;
-#                    default "archive_cluster.run_flush_after=0", none with
+#                    default "archive_cluster.run_max_wal_rate=0", none with
 #                    --quick); the verdict is always the one with the defaults
 #   --out DIR        results directory (default /tmp/archive_cluster_bench.XXXX)
 #   --port N         first port (default 5533)
@@ -75,7 +75,7 @@ check_every=50000
 p99_rate=500
 p99_clients=4
 p99_secs=15
-p99_settings="archive_cluster.run_flush_after=0"
+p99_settings="archive_cluster.run_max_wal_rate=0"
 p99_settings_set=0
 
 while [ $# -gt 0 ]; do
@@ -498,9 +498,10 @@ p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext, the run's sess
 		runcall="SELECT sql_archive_run(interval '$hot_window')"
 	fi
 	echo "   inserts without a run: ${secs} s at $p99_rate tps"
-	# the previous run's deleted and appended rows: vacuumed now rather than by
-	# autovacuum in the middle of a measurement
-	q -c "VACUUM t_current, t_archive" >/dev/null
+	# the previous run's deleted and appended rows: vacuumed (and the new
+	# tail analyzed) now rather than by autovacuum in the middle of a
+	# measurement
+	q -c "VACUUM ANALYZE t_current, t_archive" >/dev/null
 	settle
 	run_pgbench "p99_base_$label" "$secs" "$p99_clients" -R "$p99_rate" -f "$out/lib/insert.pgbench" >/dev/null
 	echo "   inserts with a run"

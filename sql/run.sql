@@ -119,3 +119,8 @@ SHOW archive_cluster.run_flush_after;
 SELECT try($$SET archive_cluster.run_flush_after = '4MB'$$) LIKE '22023: % is outside the valid range for parameter "archive_cluster.run_flush_after" %' AS refused;
 RESET archive_cluster.run_flush_after;
 RESET backend_flush_after;
+-- archive_cluster.run_max_wal_rate: MB/s of WAL of a run among other writers
+-- (specs/run_pacing.spec shows it pacing a run); alone, a run never sleeps
+SHOW archive_cluster.run_max_wal_rate;
+SELECT try($$SET archive_cluster.run_max_wal_rate = -1$$) LIKE '22023: % is outside the valid range for parameter "archive_cluster.run_max_wal_rate" %' AS refused;
+SELECT paced >= '0' AND paced <= duration AS paced_sane FROM archive_cluster_runs ORDER BY run_id DESC LIMIT 1;

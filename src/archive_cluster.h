@@ -47,6 +47,7 @@ typedef struct AcRunResult
 	int			batches;
 	int64		threshold;
 	bool		more;			/* stopped at max_batches with rows unseen */
+	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */
 	TimestampTz started;
 	TimestampTz finished;
 } AcRunResult;
@@ -58,6 +59,7 @@ extern char *archive_cluster_databases;
 extern int	archive_cluster_max_batch_rows;
 extern int	archive_cluster_max_runtime;
 extern int	archive_cluster_run_flush_after;
+extern int	archive_cluster_run_max_wal_rate;
 extern char *archive_cluster_debug_pause;
 extern void ac_define_gucs(void);
 
@@ -81,8 +83,8 @@ extern bool ac_load_config(Oid relation, AcTableConfig *cfg, MemoryContext mcxt)
 extern List *ac_registered_relations(void);
 extern Oid	ac_registered_view_of(Oid relid);
 extern void ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
-					   int64 rows, int batches, const char *started_by,
-					   Oid run_as, const char *error);
+					   int64 rows, int batches, int64 paced_us,
+					   const char *started_by, Oid run_as, const char *error);
 
 /* register.c */
 extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);

@@ -226,20 +226,21 @@ ac_registered_view_of(Oid relid)
 /* Record one run in archive_cluster_run_log. */
 void
 ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
-		   int64 rows, int batches, const char *started_by, Oid run_as,
-		   const char *error)
+		   int64 rows, int batches, int64 paced_us, const char *started_by,
+		   Oid run_as, const char *error)
 {
 	char	   *sql;
-	Oid			argtypes[9] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID};
-	Datum		values[9];
-	char		nulls[9] = "         ";
+	Oid			argtypes[10] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID, INTERVALOID};
+	Datum		values[10];
+	char		nulls[10] = "          ";
 	NameData	runas;
+	Interval   *paced = palloc0(sizeof(Interval));
 	char	   *relname = get_rel_name(relation);
 
 	sql = psprintf("INSERT INTO %s (relation, relation_name, started_at, finished_at,"
-				   " rows_moved, batches, started_by, run_as, error)"
-				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+				   " rows_moved, batches, started_by, run_as, error, paced)"
+				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
 				   ac_extension_object("archive_cluster_run_log"));
 	values[0] = ObjectIdGetDatum(relation);
 	values[1] = CStringGetTextDatum(relname ? ac_qualified_name(relation) : "?");
@@ -259,6 +260,8 @@ ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
 		values[8] = CStringGetTextDatum(error);
 	else
 		nulls[8] = 'n';
+	paced->time = paced_us;
+	values[9] = IntervalPGetDatum(paced);
 
-	ac_exec_as_extension_owner(sql, 9, argtypes, values, nulls, SPI_OK_INSERT);
+	ac_exec_as_extension_owner(sql, 10, argtypes, values, nulls, SPI_OK_INSERT);
 }

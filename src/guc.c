@@ -31,6 +31,9 @@ int			archive_cluster_max_runtime = 0;
 /* archive_cluster.run_flush_after: backend_flush_after of runs (8 kB pages) */
 int			archive_cluster_run_flush_after = 32;
 
+/* archive_cluster.run_max_wal_rate: MB/s of WAL of a run among other writers */
+int			archive_cluster_run_max_wal_rate = 20;
+
 /* archive_cluster.debug_pause: phases of a run that wait (tests only) */
 char	   *archive_cluster_debug_pause = NULL;
 
@@ -153,6 +156,16 @@ ac_define_gucs(void)
 							&archive_cluster_run_flush_after,
 							32, 0, 256,
 							PGC_USERSET, GUC_UNIT_BLOCKS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.run_max_wal_rate",
+							"Megabytes of WAL per second a run writes at most while other "
+							"transactions are writing.",
+							"Commits wait for the WAL written before them, a run's too.  A run "
+							"alone is not slowed down.  0: no limit.",
+							&archive_cluster_run_max_wal_rate,
+							20, 0, 10000,
+							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("archive_cluster.debug_pause",

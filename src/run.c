@@ -30,6 +30,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
 #include "access/tupconvert.h"
 #include "access/xact.h"
 #include "catalog/index.h"
@@ -37,6 +38,7 @@
 #include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "executor/instrument.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -44,6 +46,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
@@ -321,7 +324,81 @@ typedef struct AcMover
 	bool		sorted_indexes; /* index entries sorted per index, see below */
 	Tuplesortstate **isorts;	/* one per index of the archive */
 	ExprState **predicates;		/* of partial indexes */
+	/* pacing by archive_cluster.run_max_wal_rate, see ac_throttle() */
+	int			throttle_calls;
+	FullTransactionId next_xid; /* at the previous check */
+	bool		had_xid;		/* the run's own transaction ID was assigned */
+	TimestampTz others_seen;	/* when others last began writing */
+	bool		pacing;
+	TimestampTz pace_start;
+	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
+	int64		paced_us;		/* time slept */
 } AcMover;
+
+/* how long after the last sign of other writers a run still paces itself */
+#define AC_OTHERS_RECENT_US		1000000
+
+/*
+ * Pace the run while other transactions are writing: a commit has to flush
+ * the WAL written before its commit record, the run's too, so a run writing
+ * hundreds of megabytes in a few seconds makes every concurrent commit wait
+ * (docs/benchmarks.md, target 5).  While other transactions began writing
+ * (took a transaction ID) within the last second, the run sleeps as needed
+ * to keep its own WAL under archive_cluster.run_max_wal_rate; alone, it goes
+ * at full speed.  Called for every row and index entry; looks every 256.
+ */
+static void
+ac_throttle(AcMover *m)
+{
+	FullTransactionId next;
+	TimestampTz now;
+	uint64		assigned;
+	double		ahead_ms;
+
+	if (archive_cluster_run_max_wal_rate <= 0 || ++m->throttle_calls % 256 != 0)
+		return;
+	next = ReadNextFullTransactionId();
+	now = GetCurrentTimestamp();
+	if (m->throttle_calls == 256)
+		assigned = 0;			/* first look: nothing to compare with */
+	else
+		assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(m->next_xid);
+	/* the run's own transaction ID, assigned at its first delete */
+	if (!m->had_xid && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+	{
+		m->had_xid = true;
+		if (assigned > 0)
+			assigned--;
+	}
+	m->next_xid = next;
+	if (assigned > 0)
+		m->others_seen = now;
+
+	if (m->throttle_calls == 256 || now - m->others_seen > AC_OTHERS_RECENT_US)
+	{
+		m->pacing = false;
+		return;
+	}
+	if (!m->pacing)
+	{
+		m->pacing = true;
+		m->pace_start = now;
+		m->pace_wal = pgWalUsage.wal_bytes;
+		return;
+	}
+	ahead_ms = (double) (pgWalUsage.wal_bytes - m->pace_wal) * 1000.0 /
+		(archive_cluster_run_max_wal_rate * 1048576.0) -
+		(double) (now - m->pace_start) / 1000.0;
+	if (ahead_ms >= 1.0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 (long) Min(ahead_ms, 1000.0),
+						 ac_wait_event("ArchiveClusterRunPacing"));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		m->paced_us += GetCurrentTimestamp() - now;
+	}
+}
 
 /*
  * Index entries of a batch.  With only btree indexes (no exclusion or
@@ -410,6 +487,7 @@ ac_index_sorts_finish(AcMover *m)
 		while ((itup = tuplesort_getindextuple(m->isorts[i], true)) != NULL)
 		{
 			CHECK_FOR_INTERRUPTS();
+			ac_throttle(m);
 			index_deform_tuple(itup, desc, values, isnull);
 			index_insert(index, values, isnull, &itup->t_tid, m->arc,
 						 index->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
@@ -475,6 +553,7 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		TM_Result	res;
 
 		CHECK_FOR_INTERRUPTS();
+		ac_throttle(m);
 		res = table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
 								 InvalidSnapshot, false, &tmfd, false);
 		if (res != TM_Ok)
@@ -497,6 +576,7 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		TupleTableSlot *dst = m->slots[m->nslots];
 
 		CHECK_FOR_INTERRUPTS();
+		ac_throttle(m);
 		if (m->map)
 			execute_attr_map_slot(m->map->attrMap, m->sortslot, dst);
 		else
@@ -524,7 +604,7 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
  */
 static int64
 ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
-		int *nbatches, bool *more_left)
+		int *nbatches, bool *more_left, int64 *paced_us)
 {
 	AcMover		m;
 	Snapshot	snapshot;
@@ -656,6 +736,7 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	pfree(tids);
 	table_close(m.arc, NoLock);
 	table_close(m.cur, NoLock);
+	*paced_us = m.paced_us;
 	return moved;
 }
 
@@ -696,6 +777,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	res->rows = 0;
 	res->batches = 0;
 	res->more = false;
+	res->paced_us = 0;
 	res->threshold = 0;
 	res->started = GetCurrentTimestamp();
 	res->finished = res->started;
@@ -747,14 +829,15 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	(void) set_config_option("backend_flush_after", flush_after,
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	res->rows = ac_move(cfg, th.rows, force, max_batches, &res->batches, &res->more);
+	res->rows = ac_move(cfg, th.rows, force, max_batches, &res->batches, &res->more,
+						&res->paced_us);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
 	res->status = res->batches > 0 ? "archived" : "not due";
 
 	if (res->batches > 0)
 		ac_log_run(cfg->relation, res->started, res->finished, res->rows,
-				   res->batches, started_by, owner, NULL);
+				   res->batches, res->paced_us, started_by, owner, NULL);
 	ac_pause_point("before_commit", 3);
 }
 
@@ -894,7 +977,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 				res.rows = 0;
 				res.batches = 0;
 				res.finished = GetCurrentTimestamp();
-				ac_log_run(relation, res.started, res.finished, 0, 0, ac_caller(),
+				ac_log_run(relation, res.started, res.finished, 0, 0, 0, ac_caller(),
 						   GetUserId(), edata->message);
 				FreeErrorData(edata);
 			}
