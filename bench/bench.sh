@@ -462,11 +462,15 @@ SQL
 	q -c "SELECT count(*) FROM t_current" >/dev/null
 	local w_sql w_ext
 	read -r t_sql w_sql <<< "$t_sql"
-	read -r n_ext t_ext w_ext < <(psql_db bench -At -F ' ' <<SQL
+	# paced: the part of the run spent sleeping for archive_cluster.run_max_wal_rate
+	# (nothing else should be writing here, so normally 0)
+	local p_ext
+	read -r n_ext t_ext w_ext p_ext < <(psql_db bench -At -F ' ' <<SQL
 BEGIN;
 SELECT clock_timestamp() AS t0, pg_current_wal_insert_lsn() AS w0 \gset
 SELECT rows_moved FROM archive_cluster_run('t', force => true) \gset
-SELECT :rows_moved, round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3), pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'w0');
+SELECT :rows_moved, round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3), pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'w0'),
+	(SELECT round(extract(epoch FROM paced)::numeric, 3) FROM archive_cluster_runs ORDER BY run_id DESC LIMIT 1);
 COMMIT;
 SQL
 )
@@ -474,6 +478,7 @@ SQL
 	focused run_vs_sql sql_statement "$rows_now" seconds "$t_sql" s
 	focused run_vs_sql archive_cluster_run "$rows_now" rows "$n_ext" rows
 	focused run_vs_sql archive_cluster_run "$rows_now" seconds "$t_ext" s
+	focused run_vs_sql archive_cluster_run "$rows_now" paced_seconds "$p_ext" s
 	focused run_vs_sql sql_statement "$rows_now" wal_mb "$(awk -v w="$w_sql" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
 	focused run_vs_sql archive_cluster_run "$rows_now" wal_mb "$(awk -v w="$w_ext" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
 	focused run_vs_sql "$1" "$rows_now" speedup "$(awk -v a="$t_sql" -v b="$t_ext" 'BEGIN { printf "%.2f", a / b }')" x

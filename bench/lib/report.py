@@ -275,8 +275,10 @@ def cmd_report(res):
     ext_s = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'seconds']
     sql_s = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'sql_statement' and x['metric'] == 'seconds']
     ext_n = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'rows']
+    ext_p = {x['table_rows']: x['value'] for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'paced_seconds'}
     if speed:
-        desc = '; '.join('at %s rows: %s rows in %s s vs %s s: **%sx**' % (s['table_rows'], n['value'], e['value'], q['value'], s['value'])
+        desc = '; '.join('at %s rows: %s rows in %s s (%s s paced) vs %s s: **%sx**'
+                         % (s['table_rows'], n['value'], e['value'], ext_p.get(s['table_rows'], 'n/a'), q['value'], s['value'])
                          for s, e, q, n in zip(speed, ext_s, sql_s, ext_n))
         flat = ratio(fnum(ext_s[-1]['value']), fnum(ext_s[0]['value'])) if len(ext_s) > 1 else float('nan')
         ok = all(fnum(s['value']) >= 1.5 for s in speed) and (math.isnan(flat) or flat <= 1.25)
