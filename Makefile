@@ -13,6 +13,7 @@ OBJS = \
 	src/register.o \
 	src/run.o \
 	src/stats.o \
+	src/tiers.o \
 	src/triggers.o \
 	src/util.o \
 	src/utility.o \

@@ -16,7 +16,7 @@ CREATE TABLE archive_cluster_config (
 	hot_window interval NOT NULL,
 	batch_rows bigint,					-- NULL: distinct keys x rows per page
 	registered_at timestamptz NOT NULL DEFAULT now(),
-	registered_by name NOT NULL DEFAULT current_user
+	registered_by name NOT NULL			-- the role that called archive_cluster_register()
 );
 
 /* One row per run that did something or failed. */
@@ -33,6 +33,8 @@ CREATE TABLE archive_cluster_run_log (
 	error text,
 	paced interval NOT NULL DEFAULT '0'	-- slept for run_max_wal_rate
 );
+-- each run keeps its table's newest archive_cluster.run_log_max_rows rows
+CREATE INDEX archive_cluster_run_log_relation ON archive_cluster_run_log (relation, run_id);
 
 SELECT pg_catalog.pg_extension_config_dump('archive_cluster_config', '');
 SELECT pg_catalog.pg_extension_config_dump('archive_cluster_run_log', '');
@@ -146,7 +148,8 @@ SELECT c.relation,
 	   s.archive_rows_estimate,
 	   r.last_run_at,
 	   r.last_run_rows,
-	   r.last_error,
+	   -- statistics and errors only for roles that may read the table
+	   CASE WHEN pg_catalog.has_table_privilege(c.relation, 'SELECT') THEN r.last_error END AS last_error,
 	   coalesce(r.runs, 0) AS runs,
 	   coalesce(r.rows_moved, 0) AS total_rows_moved,
 	   c.registered_at,
@@ -174,7 +177,7 @@ SELECT run_id,
 	   batches,
 	   started_by,
 	   run_as,
-	   error
+	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS NOT FALSE THEN error END AS error
 FROM archive_cluster_run_log;
 
 GRANT SELECT ON archive_cluster_tables, archive_cluster_runs TO PUBLIC;

@@ -13,6 +13,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "utils/palloc.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
 #define AC_MAX_CLUSTER_COLS 8
@@ -61,6 +62,8 @@ extern int	archive_cluster_max_runtime;
 extern int	archive_cluster_run_flush_after;
 extern int	archive_cluster_run_max_wal_rate;
 extern char *archive_cluster_debug_pause;
+extern int	archive_cluster_lock_timeout;
+extern int	archive_cluster_run_log_max_rows;
 extern void ac_define_gucs(void);
 
 /* launcher.c */
@@ -108,6 +111,7 @@ extern void ac_restore_user(Oid save_userid, int save_sec_context, int save_nest
 extern char *ac_qualified_name(Oid relid);
 extern void ac_spi_exec(const char *sql, int expected);
 extern void ac_lock_with_retries(Oid relid, int timeout_ms, int retries);
+extern bool ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms);
 extern int	ac_interval_ms(Interval *iv, const char *argname);
 
 #define AC_DEFAULT_THRESHOLD 100000

@@ -46,6 +46,13 @@
 #define ac_class_ownercheck(relid, roleid) \
 	pg_class_ownercheck((relid), (roleid))
 #endif
+#if PG_VERSION_NUM >= 160000
+#define ac_database_ownercheck(dboid, roleid) \
+	object_ownercheck(DatabaseRelationId, (dboid), (roleid))
+#else
+#define ac_database_ownercheck(dboid, roleid) \
+	pg_database_ownercheck((dboid), (roleid))
+#endif
 
 /*
  * Live tuples in a table's cumulative statistics: the field lost its "n_"

@@ -21,6 +21,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -223,7 +224,14 @@ ac_registered_view_of(Oid relid)
 										  SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-/* Record one run in archive_cluster_run_log. */
+/* error text kept in archive_cluster_run_log at most, in bytes */
+#define AC_LOG_ERROR_MAX 1000
+
+/*
+ * Record one run in archive_cluster_run_log, and keep only the newest
+ * archive_cluster.run_log_max_rows rows of that table: whoever may run a
+ * table can fill only its share, and the log stays bounded.
+ */
 void
 ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
 		   int64 rows, int batches, int64 paced_us, const char *started_by,
@@ -257,11 +265,22 @@ ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
 	else
 		nulls[7] = 'n';
 	if (error)
-		values[8] = CStringGetTextDatum(error);
+		values[8] = CStringGetTextDatum(pnstrdup(error, pg_mbcliplen(error, strlen(error),
+																	  AC_LOG_ERROR_MAX)));
 	else
 		nulls[8] = 'n';
 	paced->time = paced_us;
 	values[9] = IntervalPGetDatum(paced);
 
 	ac_exec_as_extension_owner(sql, 10, argtypes, values, nulls, SPI_OK_INSERT);
+
+	sql = psprintf("DELETE FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"
+				   " AND run_id OPERATOR(pg_catalog.<=) (SELECT run_id FROM %s"
+				   "  WHERE relation OPERATOR(pg_catalog.=) $1"
+				   "  ORDER BY run_id DESC OFFSET $2 LIMIT 1)",
+				   ac_extension_object("archive_cluster_run_log"),
+				   ac_extension_object("archive_cluster_run_log"));
+	argtypes[1] = INT4OID;
+	values[1] = Int32GetDatum(archive_cluster_run_log_max_rows);
+	ac_exec_as_extension_owner(sql, 2, argtypes, values, NULL, SPI_OK_DELETE);
 }

@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
@@ -33,6 +35,12 @@ int			archive_cluster_run_flush_after = 32;
 
 /* archive_cluster.run_max_wal_rate: MB/s of WAL of a run among other writers */
 int			archive_cluster_run_max_wal_rate = 20;
+
+/* archive_cluster.lock_timeout: ms a run waits for a table's lock, then skips it */
+int			archive_cluster_lock_timeout = 1000;
+
+/* archive_cluster.run_log_max_rows: rows of archive_cluster_runs kept per table */
+int			archive_cluster_run_log_max_rows = 1000;
 
 /* archive_cluster.debug_pause: phases of a run that wait (tests only) */
 char	   *archive_cluster_debug_pause = NULL;
@@ -166,6 +174,26 @@ ac_define_gucs(void)
 							&archive_cluster_run_max_wal_rate,
 							20, 0, 10000,
 							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.lock_timeout",
+							"Longest time a run waits for the lock on a registered table's "
+							"view or tables.",
+							"A table whose lock is not granted in time is skipped "
+							"(\"skipped: lock not available\") and tried again by a later run, "
+							"so that a lock held for long on one table delays no other.",
+							&archive_cluster_lock_timeout,
+							1000, 0, 3600000,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.run_log_max_rows",
+							"Rows of archive_cluster_runs kept per registered table.",
+							"Each run that records a row deletes that table's oldest rows "
+							"beyond this number.",
+							&archive_cluster_run_log_max_rows,
+							1000, 1, INT_MAX,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("archive_cluster.debug_pause",

@@ -19,8 +19,11 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
@@ -31,6 +34,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "access/stratnum.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -315,9 +319,102 @@ ac_column_list(Relation rel, bool skip_generated)
 	return buf.data;
 }
 
-/* Run a query whose rows are statements, then run each statement. */
+/*
+ * Put the ACL "acl" (NULL: the default) on relation "to", attribute attnum
+ * (0: the relation itself), and record the roles it names in pg_shdepend,
+ * as GRANT does.  The items keep their grantors, so grant chains (and
+ * REVOKE ... CASCADE) work on "to" as they do on the original.
+ */
 static void
-ac_exec_generated(const char *query, Oid arg)
+ac_set_acl(Oid to, AttrNumber attnum, Datum acl, bool aclnull)
+{
+	Oid			catalog = attnum == 0 ? RelationRelationId : AttributeRelationId;
+	int			aclcol = attnum == 0 ? Anum_pg_class_relacl : Anum_pg_attribute_attacl;
+	Relation	cat = table_open(catalog, RowExclusiveLock);
+	TupleDesc	catdesc = RelationGetDescr(cat);
+	HeapTuple	tup;
+	HeapTuple	newtup;
+	Datum		old;
+	bool		oldnull;
+	Datum	   *values = palloc0(sizeof(Datum) * catdesc->natts);
+	bool	   *nulls = palloc0(sizeof(bool) * catdesc->natts);
+	bool	   *replace = palloc0(sizeof(bool) * catdesc->natts);
+	Oid		   *oldmembers = NULL;
+	Oid		   *newmembers = NULL;
+	int			noldmembers = 0;
+	int			nnewmembers = 0;
+
+	if (attnum == 0)
+		tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(to));
+	else
+		tup = SearchSysCacheCopy2(ATTNUM, ObjectIdGetDatum(to), Int16GetDatum(attnum));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for attribute %d of relation %u", attnum, to);
+
+	old = heap_getattr(tup, aclcol, catdesc, &oldnull);
+	if (!oldnull)
+		noldmembers = aclmembers(DatumGetAclP(old), &oldmembers);
+	if (!aclnull)
+		nnewmembers = aclmembers(DatumGetAclP(acl), &newmembers);
+
+	values[aclcol - 1] = acl;
+	nulls[aclcol - 1] = aclnull;
+	replace[aclcol - 1] = true;
+	newtup = heap_modify_tuple(tup, catdesc, values, nulls, replace);
+	CatalogTupleUpdate(cat, &newtup->t_self, newtup);
+	updateAclDependencies(RelationRelationId, to, attnum, ac_relation_owner(to),
+						  noldmembers, oldmembers, nnewmembers, newmembers);
+	table_close(cat, RowExclusiveLock);
+}
+
+/*
+ * Give relation "to" exactly the table- and column-level privileges of
+ * "from", grantors included (columns matched by name; both have the same
+ * owner).  Copied from the catalogs: no statement text is built.
+ */
+static void
+ac_copy_grants(Oid from, Oid to)
+{
+	HeapTuple	tup;
+	Datum		acl;
+	bool		isnull;
+	Relation	rel;
+	TupleDesc	desc;
+	int			i;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(from));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", from);
+	acl = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
+	ac_set_acl(to, 0, acl, isnull);
+	ReleaseSysCache(tup);
+
+	rel = table_open(from, NoLock);
+	desc = RelationGetDescr(rel);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		AttrNumber	toattnum;
+
+		if (att->attisdropped)
+			continue;
+		tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(from), Int16GetDatum(att->attnum));
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for attribute %d of relation %u",
+				 att->attnum, from);
+		acl = SysCacheGetAttr(ATTNUM, tup, Anum_pg_attribute_attacl, &isnull);
+		toattnum = get_attnum(to, NameStr(att->attname));
+		if (!isnull && toattnum > 0)
+			ac_set_acl(to, toattnum, acl, false);
+		ReleaseSysCache(tup);
+	}
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/* The outgoing foreign keys of relid hold for archived rows too. */
+static void
+ac_copy_foreign_keys(Oid relid, const char *qarc)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1];
@@ -325,42 +422,74 @@ ac_exec_generated(const char *query, Oid arg)
 	ListCell   *lc;
 	uint64		i;
 
-	values[0] = ObjectIdGetDatum(arg);
-	if (SPI_execute_with_args(query, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not run \"%s\"", query);
+	values[0] = ObjectIdGetDatum(relid);
+	if (SPI_execute_with_args("SELECT c.conname, pg_catalog.pg_get_constraintdef(c.oid)"
+							  " FROM pg_catalog.pg_constraint c"
+							  " WHERE c.conrelid OPERATOR(pg_catalog.=) $1"
+							  " AND c.contype OPERATOR(pg_catalog.=) 'f' ORDER BY c.conname",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_constraint");
 	for (i = 0; i < SPI_processed; i++)
-		stmts = lappend(stmts, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	rowdesc = SPI_tuptable->tupdesc;
+
+		/* the definition is deparsed SQL, its names quoted by PostgreSQL */
+		stmts = lappend(stmts, psprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", qarc,
+										quote_identifier(SPI_getvalue(row, rowdesc, 1)),
+										SPI_getvalue(row, rowdesc, 2)));
+	}
 	foreach(lc, stmts)
 		ac_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY);
 }
 
-/* Copy the table- and column-level grants of "from" onto "to". */
+/*
+ * Defaults of the view's columns, so that INSERT through the view fills
+ * omitted columns as the table would; an identity column gets
+ * archive_cluster_identity_nextval() (see triggers.c).
+ */
 static void
-ac_copy_grants(Oid from, const char *to)
+ac_copy_defaults(Oid relid, Oid viewid, const char *qrel)
 {
-	char	   *q;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	char	   *nextval = ac_extension_object("archive_cluster_identity_nextval");
+	List	   *stmts = NIL;
+	ListCell   *lc;
+	uint64		i;
 
-	q = psprintf("SELECT 'GRANT ' OPERATOR(pg_catalog.||) x.privilege_type"
-				 " OPERATOR(pg_catalog.||) ' ON %s TO '"
-				 " OPERATOR(pg_catalog.||) CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'"
-				 "  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END"
-				 " OPERATOR(pg_catalog.||) CASE WHEN x.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END"
-				 " FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) x"
-				 " WHERE c.oid OPERATOR(pg_catalog.=) $1 AND x.grantee OPERATOR(pg_catalog.<>) c.relowner",
-				 to);
-	ac_exec_generated(q, from);
+	values[0] = ObjectIdGetDatum(relid);
+	if (SPI_execute_with_args("SELECT a.attname, a.attidentity OPERATOR(pg_catalog.<>) '',"
+							  " pg_catalog.pg_get_expr(d.adbin, d.adrelid)"
+							  " FROM pg_catalog.pg_attribute a"
+							  " LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid"
+							  "  AND d.adnum OPERATOR(pg_catalog.=) a.attnum"
+							  " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
+							  " AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
+							  " AND (a.attidentity OPERATOR(pg_catalog.<>) '' OR d.adbin IS NOT NULL)"
+							  " ORDER BY a.attnum",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_attribute");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	rowdesc = SPI_tuptable->tupdesc;
+		char	   *attname = SPI_getvalue(row, rowdesc, 1);
+		bool		isnull;
+		char	   *expr;
 
-	q = psprintf("SELECT 'GRANT ' OPERATOR(pg_catalog.||) x.privilege_type"
-				 " OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname)"
-				 " OPERATOR(pg_catalog.||) ') ON %s TO '"
-				 " OPERATOR(pg_catalog.||) CASE WHEN x.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'"
-				 "  ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END"
-				 " OPERATOR(pg_catalog.||) CASE WHEN x.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END"
-				 " FROM pg_catalog.pg_attribute a, pg_catalog.aclexplode(a.attacl) x"
-				 " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
-				 " AND NOT a.attisdropped",
-				 to);
-	ac_exec_generated(q, from);
+		if (DatumGetBool(SPI_getbinval(row, rowdesc, 2, &isnull)))
+			expr = psprintf("%s(%s::pg_catalog.regclass, %s::pg_catalog.name)",
+							nextval,
+							quote_literal_cstr(psprintf("%u", viewid)),
+							quote_literal_cstr(attname));
+		else
+			expr = SPI_getvalue(row, rowdesc, 3);	/* deparsed by PostgreSQL */
+		stmts = lappend(stmts, psprintf("ALTER VIEW %s ALTER COLUMN %s SET DEFAULT %s",
+										qrel, quote_identifier(attname), expr));
+	}
+	foreach(lc, stmts)
+		ac_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY);
 }
 
 Datum
@@ -394,6 +523,7 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	int			save_sec_context;
 	int			save_nestlevel;
 	Oid			viewid;
+	Oid			arcid;
 	int			i,
 				j;
 
@@ -502,45 +632,17 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 				   OidIsValid(tablespace) ? quote_identifier(get_tablespace_name(tablespace)) : "");
 	ac_spi_exec(sql, SPI_OK_UTILITY);
 
-	/* outgoing foreign keys hold for archived rows too */
-	ac_exec_generated(psprintf("SELECT 'ALTER TABLE %s ADD CONSTRAINT '"
-							   " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.conname)"
-							   " OPERATOR(pg_catalog.||) ' '"
-							   " OPERATOR(pg_catalog.||) pg_catalog.pg_get_constraintdef(c.oid)"
-							   " FROM pg_catalog.pg_constraint c"
-							   " WHERE c.conrelid OPERATOR(pg_catalog.=) $1"
-							   " AND c.contype OPERATOR(pg_catalog.=) 'f' ORDER BY c.conname",
-							   qarc),
-					  relid);
+	ac_copy_foreign_keys(relid, qarc);
 
 	ac_spi_exec(psprintf("CREATE VIEW %s AS SELECT %s FROM %s UNION ALL SELECT %s FROM %s",
 						 qrel, cols, qcur, cols, qarc),
 				SPI_OK_UTILITY);
-
-	/* defaults, so that INSERT through the view fills omitted columns */
-	ac_exec_generated(psprintf("SELECT %s"
-							   " OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname)"
-							   " OPERATOR(pg_catalog.||) ' SET DEFAULT '"
-							   " OPERATOR(pg_catalog.||) CASE WHEN a.attidentity OPERATOR(pg_catalog.<>) ''"
-							   "  THEN %s OPERATOR(pg_catalog.||) pg_catalog.quote_literal(%s)"
-							   "   OPERATOR(pg_catalog.||) '::pg_catalog.regclass, '"
-							   "   OPERATOR(pg_catalog.||) pg_catalog.quote_literal(a.attname)"
-							   "   OPERATOR(pg_catalog.||) '::pg_catalog.name)'"
-							   "  ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END"
-							   " FROM pg_catalog.pg_attribute a"
-							   " LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid"
-							   "  AND d.adnum OPERATOR(pg_catalog.=) a.attnum"
-							   " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
-							   " AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
-							   " AND (a.attidentity OPERATOR(pg_catalog.<>) '' OR d.adbin IS NOT NULL)"
-							   " ORDER BY a.attnum",
-							   quote_literal_cstr(psprintf("ALTER VIEW %s ALTER COLUMN ", qrel)),
-							   quote_literal_cstr(psprintf("%s(", ac_extension_object("archive_cluster_identity_nextval"))),
-							   quote_literal_cstr(qrel)),
-					  relid);
-
-	ac_copy_grants(relid, qrel);
-	ac_copy_grants(relid, qarc);
+	CommandCounterIncrement();
+	viewid = get_relname_relid(relname, nsp);
+	arcid = get_relname_relid(arcname, nsp);
+	ac_copy_defaults(relid, viewid, qrel);
+	ac_copy_grants(relid, viewid);
+	ac_copy_grants(relid, arcid);
 
 	ac_spi_exec(psprintf("CREATE TRIGGER archive_cluster_dml INSTEAD OF INSERT OR UPDATE OR DELETE"
 						 " ON %s FOR EACH ROW EXECUTE FUNCTION %s()",
@@ -553,17 +655,18 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 
-	/* record the configuration */
+	/* record the configuration, with the role that called this */
 	{
-		Oid			argtypes[7] = {REGCLASSOID, REGCLASSOID, REGCLASSOID, NAMEARRAYOID,
-		NAMEOID, INTERVALOID, INT8OID};
-		Datum		values[7];
-		char		nulls[7] = "       ";
+		Oid			argtypes[8] = {REGCLASSOID, REGCLASSOID, REGCLASSOID, NAMEARRAYOID,
+		NAMEOID, INTERVALOID, INT8OID, NAMEOID};
+		Datum		values[8];
+		char		nulls[8] = "        ";
 		NameData	age;
+		NameData	caller;
 
-		values[0] = ObjectIdGetDatum(get_relname_relid(relname, nsp));
+		values[0] = ObjectIdGetDatum(viewid);
 		values[1] = ObjectIdGetDatum(relid);
-		values[2] = ObjectIdGetDatum(get_relname_relid(arcname, nsp));
+		values[2] = ObjectIdGetDatum(arcid);
 		values[3] = PointerGetDatum(arr);
 		namestrcpy(&age, age_column);
 		values[4] = NameGetDatum(&age);
@@ -571,11 +674,13 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 		values[6] = Int64GetDatum(batch_rows);
 		if (batch_rows == 0)
 			nulls[6] = 'n';
+		namestrcpy(&caller, GetUserNameFromId(save_userid, false));
+		values[7] = NameGetDatum(&caller);
 		ac_exec_as_extension_owner(psprintf("INSERT INTO %s (relation, current_table, archive_table,"
-											" cluster_by, age_column, hot_window, batch_rows)"
-											" VALUES ($1, $2, $3, $4, $5, $6, $7)",
+											" cluster_by, age_column, hot_window, batch_rows, registered_by)"
+											" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 											ac_extension_object("archive_cluster_config")),
-								   7, argtypes, values, nulls, SPI_OK_INSERT);
+								   8, argtypes, values, nulls, SPI_OK_INSERT);
 	}
 
 	SPI_finish();

@@ -25,7 +25,9 @@
 
 #include <math.h>
 
+#include "access/attmap.h"
 #include "access/heapam.h"
+#include "access/relation.h"
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -49,6 +51,7 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
@@ -63,12 +66,18 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "tiers.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_run);
 PG_FUNCTION_INFO_V1(archive_cluster_table_state);
 
-/* first key of the advisory lock taken per registered table: 'ACRU' */
-#define AC_RUN_LOCK_KEY 0x41435255
+/*
+ * The per-table run lock: an advisory lock tag whose fourth field no SQL
+ * function produces (pg_advisory_lock() uses 1 and 2), so that no role can
+ * take it or wait for it and hold runs back.  It shows in pg_locks as an
+ * advisory lock with objid = the view's OID and objsubid = 16707 ('AC').
+ */
+#define AC_RUN_LOCK_CLASS 0x4143
 
 /* rows handed to table_multi_insert() at a time */
 #define AC_MULTI_INSERT 1000
@@ -115,26 +124,33 @@ ac_reltuples(Oid relid)
 static double
 ac_rows_per_page(Oid relid)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	int			natts;
 	Size		width = 0;
 	Size		rowbytes;
 	int			i;
 
-	for (i = 0; i < desc->natts; i++)
+	/* from the catalogs alone: no lock, so a locked table never waits here */
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	natts = ((Form_pg_class) GETSTRUCT(tup))->relnatts;
+	ReleaseSysCache(tup);
+	for (i = 1; i <= natts; i++)
 	{
 		int32		w;
+		bool		dropped;
 
-		if (TupleDescAttr(desc, i)->attisdropped)
+		tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(i));
+		if (!HeapTupleIsValid(tup))
 			continue;
-		if (!ac_column_stats(relid, i + 1, 0, NULL, &w))
-		{
-			table_close(rel, AccessShareLock);
+		dropped = ((Form_pg_attribute) GETSTRUCT(tup))->attisdropped;
+		ReleaseSysCache(tup);
+		if (dropped)
+			continue;
+		if (!ac_column_stats(relid, i, 0, NULL, &w))
 			return -1;
-		}
 		width += w;
 	}
-	table_close(rel, AccessShareLock);
 
 	rowbytes = MAXALIGN(SizeofHeapTupleHeader + width) + sizeof(ItemIdData);
 	return floor((double) (BLCKSZ - SizeOfPageHeaderData) / rowbytes);
@@ -292,13 +308,28 @@ ac_table_due(AcTableConfig *cfg, int64 threshold)
 	return live * (frac < 0 ? 1.0 : frac) >= threshold;
 }
 
+/* The view column (0-based) of a configured column name; error if gone. */
+static int
+ac_view_column(Relation view, const char *name)
+{
+	int			col = ac_view_column_named(view, name);
+
+	if (col < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of view \"%s\" does not exist",
+						name, RelationGetRelationName(view)),
+				 errhint("The cluster_by and age_column of a registered table must stay columns of its view; rename the column back.")));
+	return col;
+}
+
 /* Try to take the per-table run lock for this transaction. */
 static bool
 ac_try_run_lock(Oid relation)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_RUN_LOCK_KEY, relation, 2);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relation, 0, AC_RUN_LOCK_CLASS);
 	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
@@ -309,7 +340,7 @@ typedef struct AcMover
 	Relation	arc;
 	EState	   *estate;
 	ResultRelInfo *rri;
-	TupleConversionMap *map;
+	AttrMap    *map;			/* columns of archive from current; NULL: same */
 	BulkInsertState bistate;
 	TupleTableSlot *fetchslot;
 	TupleTableSlot *sortslot;
@@ -578,7 +609,7 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		CHECK_FOR_INTERRUPTS();
 		ac_throttle(m);
 		if (m->map)
-			execute_attr_map_slot(m->map->attrMap, m->sortslot, dst);
+			execute_attr_map_slot(m->map, m->sortslot, dst);
 		else
 			ExecCopySlot(dst, m->sortslot);
 		/* constraints added to the archive alone are checked too */
@@ -617,6 +648,11 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int64		maxtids;
 	int64		batch_rows;
 	int64		moved = 0;
+	Relation	view;
+	int			natts;
+	AttrNumber *curatt;
+	AttrNumber *arcatt;
+	bool		identity;
 	int			i;
 
 	memset(&m, 0, sizeof(m));
@@ -626,22 +662,26 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	/* a published table needs a replica identity for the deletes, as DELETE does */
 	CheckCmdReplicaIdentity(m.cur, CMD_DELETE);
 
-	ageattno = get_attnum(cfg->current, cfg->age_column);
-	if (ageattno <= 0)
-		elog(ERROR, "age column \"%s\" not found in %s", cfg->age_column,
-			 RelationGetRelationName(m.cur));
+	/*
+	 * A row goes from the columns of current to those of archive that the
+	 * view reads as the same column: by number, as the view does, not by
+	 * name (tiers.c).
+	 */
+	view = relation_open(cfg->relation, AccessShareLock);
+	natts = RelationGetDescr(view)->natts;
+	curatt = palloc(sizeof(AttrNumber) * natts);
+	arcatt = palloc(sizeof(AttrNumber) * natts);
+	ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+
+	ageattno = curatt[ac_view_column(view, cfg->age_column)];
 	cutoff = ac_cutoff_for_type(cfg, TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);
 
 	m.nkeys = cfg->ncluster;
 	for (i = 0; i < cfg->ncluster; i++)
 	{
-		AttrNumber	attno = get_attnum(cfg->current, cfg->cluster_by[i]);
-		Form_pg_attribute att;
+		AttrNumber	attno = curatt[ac_view_column(view, cfg->cluster_by[i])];
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), attno - 1);
 
-		if (attno <= 0)
-			elog(ERROR, "cluster column \"%s\" not found in %s", cfg->cluster_by[i],
-				 RelationGetRelationName(m.cur));
-		att = TupleDescAttr(RelationGetDescr(m.cur), attno - 1);
 		m.sortcols[i] = attno;
 		m.sortops[i] = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR)->lt_opr;
 		m.sortcolls[i] = att->attcollation;
@@ -653,16 +693,31 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), i);
 
-		if (!att->attisdropped &&
-			get_attnum(cfg->archive, NameStr(att->attname)) == InvalidAttrNumber)
+		if (!att->attisdropped && ac_view_column_of(curatt, natts, i + 1) < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("column \"%s\" of \"%s\" has no counterpart in \"%s\"",
 							NameStr(att->attname), RelationGetRelationName(m.cur),
 							RelationGetRelationName(m.arc)),
-					 errhint("Add the column to the archive table too, or unregister and register the table again.")));
+					 errhint("Add the column to the archive table and the view too, or unregister and register the table again.")));
 	}
-	m.map = convert_tuples_by_name(RelationGetDescr(m.cur), RelationGetDescr(m.arc));
+	m.map = make_attrmap(RelationGetDescr(m.arc)->natts);
+	identity = RelationGetDescr(m.arc)->natts == RelationGetDescr(m.cur)->natts;
+	for (i = 0; i < natts; i++)
+	{
+		m.map->attnums[arcatt[i] - 1] = curatt[i];
+		identity &= arcatt[i] == curatt[i];
+	}
+	for (i = 0; identity && i < m.map->maplen; i++)
+		identity = m.map->attnums[i] == i + 1 ||
+			TupleDescAttr(RelationGetDescr(m.arc), i)->attisdropped;
+	if (identity)
+	{
+		free_attrmap(m.map);
+		m.map = NULL;
+	}
+	relation_close(view, NoLock);
+
 	m.estate = CreateExecutorState();
 	m.rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(m.rri, m.arc, 0, NULL, 0);
@@ -798,12 +853,24 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	ac_pause_point("locked", 1);
 
 	/*
-	 * An unregistration (or a DROP) may have committed since the caller read
-	 * the configuration, while this run waited: take the tables' locks, then
-	 * look again.
+	 * Take the view's and the tables' locks, waiting a bounded time: a lock
+	 * held for long (even by the table's owner) skips this table, never
+	 * stalls the caller's other tables.  An unregistration (or a DROP) may
+	 * have committed since the caller read the configuration, while this run
+	 * waited: then look again.
 	 */
-	LockRelationOid(cfg->current, RowExclusiveLock);
-	LockRelationOid(cfg->archive, RowExclusiveLock);
+	if (!ac_lock_relation_bounded(cfg->relation, AccessShareLock, archive_cluster_lock_timeout) ||
+		!ac_lock_relation_bounded(cfg->current, RowExclusiveLock, archive_cluster_lock_timeout) ||
+		!ac_lock_relation_bounded(cfg->archive, RowExclusiveLock, archive_cluster_lock_timeout))
+	{
+		res->status = "skipped: lock not available";
+		ereport(ac_is_background_worker() ? LOG : NOTICE,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("skipping \"%s\": could not lock its view or tables within archive_cluster.lock_timeout (%d ms)",
+						relname, archive_cluster_lock_timeout),
+				 errhint("Another transaction holds a conflicting lock; a later run will try again.")));
+		return;
+	}
 	if (!ac_still_registered(cfg))
 	{
 		res->status = "skipped: no longer registered";
@@ -990,7 +1057,11 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* archive_cluster_table_state(relation regclass): the threshold and estimates */
+/*
+ * archive_cluster_table_state(relation regclass): the threshold and
+ * estimates, from the tables' statistics; NULLs for a caller who may not
+ * read the table (as pg_stats hides the statistics of such tables).
+ */
 Datum
 archive_cluster_table_state(PG_FUNCTION_ARGS)
 {
@@ -1015,6 +1086,13 @@ archive_cluster_table_state(PG_FUNCTION_ARGS)
 				 errmsg("relation \"%s\" is not registered with archive_cluster",
 						get_rel_name(relation))));
 	SPI_finish();
+
+	if (pg_class_aclcheck(relation, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	{
+		for (int i = 0; i < 7; i++)
+			nulls[i] = true;
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	}
 
 	ac_compute_threshold(&cfg, &th);
 	values[0] = Int64GetDatum(th.rows);

@@ -73,6 +73,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "tiers.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_view_trigger);
 PG_FUNCTION_INFO_V1(archive_cluster_view_flush);
@@ -112,6 +113,8 @@ typedef struct AcTriggerEntry
 	bool		batch_insert;	/* ... and be written at the end of the statement */
 	TupleDesc	cur_desc;
 	AttrNumber	keycur[INDEX_MAX_KEYS]; /* the key's columns in current */
+	AttrNumber *curatt;			/* per view column: its column of current */
+	AttrNumber *arcatt;			/* per view column: its column of archive */
 	int		   *cur_from_view;	/* per column of current: view column or -1 */
 	int			cur_natts;
 	Oid			keyindex[2];	/* the key's unique index in each tier */
@@ -218,10 +221,26 @@ ac_append_match(StringInfo buf, AcTriggerEntry *e, char **names, char **eqsql,
 	return p;
 }
 
-/* Prepare the statements of one tier; settable says which columns SET. */
+/* "c1, c2, ...": the quoted names of a tier's columns, in view order */
+static char *
+ac_name_list(AcTriggerEntry *e, char **names)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < e->natts; i++)
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", names[i]);
+	return buf.data;
+}
+
+/*
+ * Prepare the statements of one tier; settable says which columns SET,
+ * names are the tier's (quoted) names of the view's columns.
+ */
 static void
 ac_prepare_tier(AcTriggerEntry *e, AcTierPlans *tier, const char *qrel,
-				bool *settable, char **names, char **eqsql, const char *returning)
+				bool *settable, char **names, char **eqsql)
 {
 	StringInfoData buf;
 	Oid		   *argtypes = palloc(sizeof(Oid) * (2 * e->natts + e->nkeys));
@@ -248,7 +267,7 @@ ac_prepare_tier(AcTriggerEntry *e, AcTierPlans *tier, const char *qrel,
 		argtypes[nargs++] = e->types[e->keycols[i]];
 	for (i = 0; i < e->natts; i++)
 		argtypes[nargs++] = e->types[i];
-	appendStringInfo(&buf, " RETURNING %s", returning);
+	appendStringInfo(&buf, " RETURNING %s", ac_name_list(e, names));
 	tier->update = ac_prepare(buf.data, nargs, argtypes);
 
 	/* DELETE */
@@ -267,10 +286,11 @@ ac_prepare_tier(AcTriggerEntry *e, AcTierPlans *tier, const char *qrel,
 /* The cache entry of a registered view, (re)built when needed. */
 /*
  * The unique btree index of rel whose key columns are exactly the view's
- * identity key columns, in order; InvalidOid when there is none.
+ * identity key columns, in order (atts: the view's columns in rel);
+ * InvalidOid when there is none.
  */
 static Oid
-ac_find_key_index(Relation rel, Relation view, AcTriggerEntry *e, Oid *eqprocs)
+ac_find_key_index(Relation rel, AcTriggerEntry *e, const AttrNumber *atts, Oid *eqprocs)
 {
 	List	   *indexes = RelationGetIndexList(rel);
 	ListCell   *lc;
@@ -286,12 +306,9 @@ ac_find_key_index(Relation rel, Relation view, AcTriggerEntry *e, Oid *eqprocs)
 		ok = ac_is_key_index(idx) && ix->indnkeyatts == e->nkeys;
 		for (i = 0; ok && i < e->nkeys; i++)
 		{
-			AttrNumber	attnum = ix->indkey.values[i];
-			const char *keyname = NameStr(TupleDescAttr(RelationGetDescr(view), e->keycols[i])->attname);
 			Oid			eqop;
 
-			ok = attnum > 0 &&
-				strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname), keyname) == 0;
+			ok = ix->indkey.values[i] == atts[e->keycols[i]];
 			if (!ok)
 				break;
 			eqop = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
@@ -319,10 +336,9 @@ ac_prepare_fast_paths(AcTriggerEntry *e, Relation view, Relation cur, Relation a
 	ListCell   *lc;
 	MemoryContext oldcxt;
 	int			i;
-	int			j;
 
-	e->keyindex[0] = ac_find_key_index(cur, view, e, e->keyeqproc[0]);
-	e->keyindex[1] = ac_find_key_index(arc, view, e, e->keyeqproc[1]);
+	e->keyindex[0] = ac_find_key_index(cur, e, e->curatt, e->keyeqproc[0]);
+	e->keyindex[1] = ac_find_key_index(arc, e, e->arcatt, e->keyeqproc[1]);
 
 	e->direct_insert = cur->trigdesc == NULL && !cur->rd_rel->relrowsecurity &&
 		!(cdesc->constr && cdesc->constr->has_generated_stored);
@@ -341,19 +357,12 @@ ac_prepare_fast_paths(AcTriggerEntry *e, Relation view, Relation cur, Relation a
 	e->cur_from_view = MemoryContextAlloc(e->mcxt, sizeof(int) * cdesc->natts);
 	for (i = 0; i < cdesc->natts; i++)
 	{
-		Form_pg_attribute catt = TupleDescAttr(cdesc, i);
-
-		e->cur_from_view[i] = -1;
-		for (j = 0; !catt->attisdropped && j < e->natts; j++)
-			if (strcmp(NameStr(catt->attname),
-					   NameStr(TupleDescAttr(RelationGetDescr(view), j)->attname)) == 0)
-				e->cur_from_view[i] = j;
-		if (!catt->attisdropped && e->cur_from_view[i] < 0)
+		e->cur_from_view[i] = ac_view_column_of(e->curatt, e->natts, i + 1);
+		if (!TupleDescAttr(cdesc, i)->attisdropped && e->cur_from_view[i] < 0)
 			e->direct_insert = false;
 	}
 	for (i = 0; i < e->nkeys; i++)
-		e->keycur[i] = get_attnum(e->current,
-								  NameStr(TupleDescAttr(RelationGetDescr(view), e->keycols[i])->attname));
+		e->keycur[i] = e->curatt[e->keycols[i]];
 	oldcxt = MemoryContextSwitchTo(e->mcxt);
 	e->cur_desc = CreateTupleDescCopy(cdesc);
 	MemoryContextSwitchTo(oldcxt);
@@ -383,12 +392,12 @@ ac_trigger_entry(Relation view)
 	AcTableConfig cfg;
 	Relation	cur;
 	Relation	arc;
-	char	  **names;
+	char	  **curnames;
+	char	  **arcnames;
 	char	   *eqsql[INDEX_MAX_KEYS];
 	AttrNumber	keys[INDEX_MAX_KEYS];
 	Oid			eqops[INDEX_MAX_KEYS];
 	StringInfoData buf;
-	StringInfoData returning;
 	Oid		   *argtypes;
 	bool		any_always = false;
 	int			nargs = 0;
@@ -443,25 +452,22 @@ ac_trigger_entry(Relation view)
 	cur = table_open(cfg.current, AccessShareLock);
 	arc = table_open(cfg.archive, AccessShareLock);
 
-	names = palloc(sizeof(char *) * e->natts);
-	initStringInfo(&returning);
+	/* the view's columns are columns of its tables by number, not by name */
+	e->curatt = MemoryContextAlloc(e->mcxt, sizeof(AttrNumber) * e->natts);
+	e->arcatt = MemoryContextAlloc(e->mcxt, sizeof(AttrNumber) * e->natts);
+	ac_tier_columns(view, cfg.current, cfg.archive, e->curatt, e->arcatt);
+
+	curnames = palloc(sizeof(char *) * e->natts);
+	arcnames = palloc(sizeof(char *) * e->natts);
 	for (i = 0; i < e->natts; i++)
 	{
 		Form_pg_attribute vatt = TupleDescAttr(desc, i);
-		AttrNumber	ca = get_attnum(cfg.current, NameStr(vatt->attname));
-		AttrNumber	aa = get_attnum(cfg.archive, NameStr(vatt->attname));
-		Form_pg_attribute catt;
-		Form_pg_attribute aatt;
+		AttrNumber	ca = e->curatt[i];
+		Form_pg_attribute catt = TupleDescAttr(RelationGetDescr(cur), ca - 1);
+		Form_pg_attribute aatt = TupleDescAttr(RelationGetDescr(arc), e->arcatt[i] - 1);
 
-		if (vatt->attisdropped || ca <= 0 || aa <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("columns of view \"%s\" no longer match its tables",
-							RelationGetRelationName(view)),
-					 errhint("Unregister and register the table again after changing its columns.")));
-		catt = TupleDescAttr(RelationGetDescr(cur), ca - 1);
-		aatt = TupleDescAttr(RelationGetDescr(arc), aa - 1);
-		names[i] = pstrdup(quote_identifier(NameStr(vatt->attname)));
+		curnames[i] = pstrdup(quote_identifier(NameStr(catt->attname)));
+		arcnames[i] = pstrdup(quote_identifier(NameStr(aatt->attname)));
 		e->types[i] = vatt->atttypid;
 		e->typlens[i] = vatt->attlen;
 		e->typbyvals[i] = vatt->attbyval;
@@ -473,7 +479,6 @@ ac_trigger_entry(Relation view)
 			e->identity_seq[i] = ac_identity_sequence(cur, ca);
 		e->arc_settable[i] = !aatt->attgenerated;
 		any_always |= e->always_identity[i];
-		appendStringInfo(&returning, "%s%s", i > 0 ? ", " : "", names[i]);
 	}
 
 	e->nkeys = ac_identity_key(cur, keys, eqops);
@@ -484,15 +489,14 @@ ac_trigger_entry(Relation view)
 						RelationGetRelationName(cur))));
 	for (i = 0; i < e->nkeys; i++)
 	{
-		const char *keyname = NameStr(TupleDescAttr(RelationGetDescr(cur), keys[i] - 1)->attname);
-		int			j;
-
-		e->keycols[i] = -1;
-		for (j = 0; j < e->natts; j++)
-			if (strcmp(NameStr(TupleDescAttr(desc, j)->attname), keyname) == 0)
-				e->keycols[i] = j;
+		e->keycols[i] = ac_view_column_of(e->curatt, e->natts, keys[i]);
 		if (e->keycols[i] < 0)
-			elog(ERROR, "key column \"%s\" is not in the view", keyname);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("key column \"%s\" of table \"%s\" is not a column of view \"%s\"",
+							NameStr(TupleDescAttr(RelationGetDescr(cur), keys[i] - 1)->attname),
+							RelationGetRelationName(cur), RelationGetRelationName(view)),
+					 errhint("Unregister and register the table again after changing its columns.")));
 		eqsql[i] = ac_operator_sql(eqops[i]);
 	}
 
@@ -504,19 +508,19 @@ ac_trigger_entry(Relation view)
 	{
 		if (!e->insertable[i])
 			continue;
-		appendStringInfo(&buf, "%s%s", nargs > 0 ? ", " : "", names[i]);
+		appendStringInfo(&buf, "%s%s", nargs > 0 ? ", " : "", curnames[i]);
 		argtypes[nargs++] = e->types[i];
 	}
 	appendStringInfo(&buf, ")%s VALUES (", any_always ? " OVERRIDING SYSTEM VALUE" : "");
 	for (i = 0; i < nargs; i++)
 		appendStringInfo(&buf, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfo(&buf, ") RETURNING %s", returning.data);
+	appendStringInfo(&buf, ") RETURNING %s", ac_name_list(e, curnames));
 	e->insert = ac_prepare(buf.data, nargs, argtypes);
 
 	ac_prepare_tier(e, &e->tiers[0], ac_qualified_name(cfg.current),
-					e->cur_settable, names, eqsql, returning.data);
+					e->cur_settable, curnames, eqsql);
 	ac_prepare_tier(e, &e->tiers[1], ac_qualified_name(cfg.archive),
-					e->arc_settable, names, eqsql, returning.data);
+					e->arc_settable, arcnames, eqsql);
 
 	ac_prepare_fast_paths(e, view, cur, arc);
 
@@ -561,11 +565,41 @@ ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected,
 	 */
 	as_owner = pg_class_aclmask(tier, GetUserId(), mode, ACLMASK_ALL) != mode &&
 		check_enable_rls(tier, InvalidOid, true) != RLS_ENABLED;
-	if (as_owner)
+	if (!as_owner)
+		rc = SPI_execute_plan(plan, values, nulls, false, 1);
+	else
+	{
+		bool		may_read = pg_class_aclcheck(tier, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+		MemoryContext oldcxt = CurrentMemoryContext;
+
 		ac_switch_to_owner(tier, &save_userid, &save_sec_context, &save_nestlevel);
-	rc = SPI_execute_plan(plan, values, nulls, false, 1);
-	if (as_owner)
+		PG_TRY();
+		{
+			rc = SPI_execute_plan(plan, values, nulls, false, 1);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			/*
+			 * The detail of an error raised as the owner ("Failing row
+			 * contains ...", "Key (...)=(...)") shows columns the owner may
+			 * read; on the table itself the user would see only the columns
+			 * they may read.  Without SELECT on the whole table, the user
+			 * gets the error without its detail (SQLSTATE, message, hint and
+			 * context kept).
+			 */
+			if (may_read)
+				PG_RE_THROW();
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			edata->detail = NULL;
+			ReThrowError(edata);
+		}
+		PG_END_TRY();
 		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+	}
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(rc));
 	return SPI_processed;

@@ -17,6 +17,7 @@
 #include "catalog/pg_index.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -24,6 +25,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "archive_cluster.h"
 #include "compat.h"
@@ -230,6 +232,32 @@ ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
+}
+
+/*
+ * Take a lock on a relation, waiting at most timeout_ms for it, without an
+ * error: false when it was not granted in time.  Background work (runs, the
+ * worker) uses this so that a lock another role holds for long, even on its
+ * own table, only makes that table wait for a later run instead of stalling
+ * every other table behind it.
+ */
+bool
+ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	long		pause_ms = 1;
+
+	while (!ConditionalLockRelationOid(relid, mode))
+	{
+		if (GetCurrentTimestamp() >= deadline)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 pause_ms, PG_WAIT_LOCK | LOCKTAG_RELATION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pause_ms = Min(pause_ms * 2, 50);
+	}
+	return true;
 }
 
 /* the first key of the test hook's advisory locks (1094930497) */

@@ -7,16 +7,26 @@
  *		archive_cluster worker of that database first, so that they do not
  *		fail because of it.
  *
+ *		Only when the statement's own privilege checks will pass: a role
+ *		that may not drop, rename or copy a database cannot stop its worker
+ *		by trying (the statement then fails as usual, the worker stays).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "nodes/parsenodes.h"
+#include "miscadmin.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/syscache.h"
 
 #include "archive_cluster.h"
+#include "compat.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
 
@@ -36,27 +46,67 @@ ac_option_value(List *options, const char *name)
 	return NULL;
 }
 
-/* The database whose worker must go before this statement runs, or NULL. */
-static const char *
+/* Is the database a template that any role with CREATEDB may copy? */
+static bool
+ac_database_is_template(Oid dboid)
+{
+	HeapTuple	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	bool		result = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+/*
+ * The database whose worker must go before this statement runs, or
+ * InvalidOid: none, or the caller lacks the privileges the statement
+ * itself checks (ownership; CREATEDB to rename or copy; a copied database
+ * must be a template or the caller's).
+ */
+static Oid
 ac_database_to_free(Node *stmt)
 {
+	Oid			dboid;
+
 	switch (nodeTag(stmt))
 	{
 		case T_DropdbStmt:
-			return ((DropdbStmt *) stmt)->dbname;
+			dboid = get_database_oid(((DropdbStmt *) stmt)->dbname, true);
+			break;
 		case T_RenameStmt:
-			if (((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
-				return ((RenameStmt *) stmt)->subname;
-			return NULL;
+			if (((RenameStmt *) stmt)->renameType != OBJECT_DATABASE ||
+				!have_createdb_privilege())
+				return InvalidOid;
+			dboid = get_database_oid(((RenameStmt *) stmt)->subname, true);
+			break;
 		case T_AlterDatabaseStmt:
-			if (ac_option_value(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
-				return ((AlterDatabaseStmt *) stmt)->dbname;
-			return NULL;
+			if (!ac_option_value(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
+				return InvalidOid;
+			dboid = get_database_oid(((AlterDatabaseStmt *) stmt)->dbname, true);
+			break;
 		case T_CreatedbStmt:
-			return ac_option_value(((CreatedbStmt *) stmt)->options, "template");
+			{
+				const char *template = ac_option_value(((CreatedbStmt *) stmt)->options,
+													   "template");
+
+				if (template == NULL || !have_createdb_privilege() ||
+					OidIsValid(get_database_oid(((CreatedbStmt *) stmt)->dbname, true)))
+					return InvalidOid;
+				dboid = get_database_oid(template, true);
+				if (OidIsValid(dboid) && ac_database_is_template(dboid))
+					return dboid;
+				break;
+			}
 		default:
-			return NULL;
+			return InvalidOid;
 	}
+	if (!OidIsValid(dboid) || !ac_database_ownercheck(dboid, GetUserId()))
+		return InvalidOid;
+	return dboid;
 }
 
 static void
@@ -65,15 +115,10 @@ ac_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   ParamListInfo params, QueryEnvironment *queryEnv,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
-	const char *dbname = ac_database_to_free(pstmt->utilityStmt);
+	Oid			dboid = ac_database_to_free(pstmt->utilityStmt);
 
-	if (dbname != NULL)
-	{
-		Oid			dboid = get_database_oid(dbname, true);
-
-		if (OidIsValid(dboid))
-			ac_stop_database_worker(dboid);
-	}
+	if (OidIsValid(dboid))
+		ac_stop_database_worker(dboid);
 
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context,

@@ -31,6 +31,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -210,6 +211,8 @@ ac_worker_vacuum(Oid current)
 
 			pgstat_report_activity(STATE_RUNNING, "archive_cluster: vacuuming a current table");
 			stmt->is_vacuumcmd = true;
+			/* a table locked elsewhere is left to autovacuum, not waited for */
+			stmt->options = list_make1(makeDefElem("skip_locked", (Node *) makeBoolean(true), -1));
 			stmt->rels = list_make1(makeVacuumRelation(makeRangeVar(nspname, relname, -1),
 													   current, NIL));
 			ExecVacuum(make_parsestate(NULL), stmt, true);
@@ -288,12 +291,22 @@ ac_worker_table(Oid relation)
 			RESUME_INTERRUPTS();
 			MemoryContextSwitchTo(oldcxt);
 
-			ereport(WARNING,
-					(errcode(edata->sqlerrcode),
-					 errmsg("archive_cluster: archive run of \"%s\" failed: %s",
-							relname ? relname : "?", edata->message)));
-			ac_worker_record_error(relation, started, edata->message);
-			ac_backoff_failed(relation);
+			if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			{
+				/* a lock held for long elsewhere: next time, no failure */
+				ereport(LOG,
+						(errmsg("archive_cluster: skipping \"%s\" until the next cycle: %s",
+								relname ? relname : "?", edata->message)));
+			}
+			else
+			{
+				ereport(WARNING,
+						(errcode(edata->sqlerrcode),
+						 errmsg("archive_cluster: archive run of \"%s\" failed: %s",
+								relname ? relname : "?", edata->message)));
+				ac_worker_record_error(relation, started, edata->message);
+				ac_backoff_failed(relation);
+			}
 			failed = true;
 		}
 		PG_END_TRY();
@@ -320,6 +333,22 @@ ac_worker_table(Oid relation)
 		ac_worker_vacuum(current);
 }
 
+/*
+ * Every lock wait of the worker is bounded by archive_cluster.lock_timeout:
+ * a run takes its tables' locks with that bound itself (run.c), and any
+ * other wait (a row or key another transaction holds) ends in an error
+ * that skips the table until the next cycle.  So no lock, held by whoever,
+ * stalls the archiving of the database's other tables.
+ */
+static void
+ac_worker_set_lock_timeout(void)
+{
+	char		buf[32];
+
+	snprintf(buf, sizeof(buf), "%d", Max(archive_cluster_lock_timeout, 1));
+	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
 /* One pass over the registered tables; false when the extension is gone. */
 static bool
 ac_worker_cycle(void)
@@ -341,6 +370,7 @@ ac_worker_cycle(void)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			ac_worker_set_lock_timeout();
 			if (!archive_cluster_enabled)
 				return true;
 		}
@@ -365,6 +395,7 @@ archive_cluster_worker_main(Datum main_arg)
 	ac_cycle_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster worker",
 										 ALLOCSET_DEFAULT_SIZES);
 	wait_event = ac_wait_event("ArchiveClusterWorkerMain");
+	ac_worker_set_lock_timeout();
 
 	for (;;)
 	{
@@ -373,6 +404,7 @@ archive_cluster_worker_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			ac_worker_set_lock_timeout();
 		}
 		if (!ac_worker_cycle())
 			break;

@@ -166,14 +166,30 @@ is($node->safe_psql('app', "SELECT count(*) <= 3 FROM archive_cluster_runs WHERE
 	't', 'a failing table is retried with a backoff, not every naptime');
 $node->safe_psql('app', 'DELETE FROM bad_archive WHERE id = 1 AND pad = \'planted\'');
 
-# --- a run in progress elsewhere: the worker skips and says so
+# --- a run in progress elsewhere: the worker skips and says so.  The run
+# lock cannot be taken from SQL (t/008_security_worker.pl), so a manual run
+# holds it, paused after taking it (debug_pause 'locked').
 my $holder = $node->background_psql('app');
+my $runner = $node->background_psql('app');
+$node->safe_psql('app', 'ALTER SYSTEM SET archive_cluster.enabled = off');
+$node->reload;
 make_table('app', 'ov', 30000);
+$holder->query_safe('SELECT pg_advisory_lock(1094930497, 1)');
+$runner->query_safe("SET archive_cluster.debug_pause = 'locked'");
+$runner->query_until(qr/started/,
+	"\\echo started\nSELECT status FROM archive_cluster_run('ov', force => true);\n");
+ok( $node->poll_query_until(
+		'app',
+		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497 AND objid = 1 AND NOT granted"
+	),
+	'a manual run holds the run lock of ov');
 my $log_offset = -s $node->logfile;
-$holder->query_safe("SELECT pg_advisory_lock(1094931029, 'ov'::regclass::oid::int)");
+$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.enabled');
+$node->reload;
 $node->wait_for_log(qr/skipping "ov": another archive run is in progress/, $log_offset);
 pass('the worker skips a table whose run lock is held, and logs it');
-$holder->query_safe("SELECT pg_advisory_unlock(1094931029, 'ov'::regclass::oid::int)");
+$holder->query_safe('SELECT pg_advisory_unlock(1094930497, 1)');
+$runner->quit;
 ok(archived('app', 'ov', 30000), 'archived once the lock is free');
 
 # --- kill -9 of the worker in the middle of a run (after its delete)

@@ -1,0 +1,146 @@
+/*-------------------------------------------------------------------------
+ *
+ * tiers.c
+ *		Which column of <t>_current and of <t>_archive each column of a
+ *		registered view is.
+ *
+ *		The view reads its tables' columns by attribute number (its query
+ *		holds Vars), and a column of a tier can be renamed under it.  So the
+ *		view's trigger and the mover never match columns by name: they take
+ *		the attribute numbers from the view's own query, and check each
+ *		against the catalog (the column exists and has the view column's
+ *		type), refusing with an error a view whose query no longer has the
+ *		shape registration gave it.  Rows then go where the view reads them
+ *		from, and a Datum is only ever stored in a column of its own type.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "nodes/parsenodes.h"
+#include "nodes/primnodes.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "tiers.h"
+
+static void
+ac_tiers_mismatch(Relation view, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("columns of view \"%s\" no longer match its tables",
+					RelationGetRelationName(view)),
+			 errdetail_internal("%s", detail),
+			 errhint("Undo the change to the view or its tables, or unregister and register the table again.")));
+}
+
+/*
+ * The attribute numbers of relation "tier" that the branch "rtindex" of the
+ * view's UNION ALL reads, one per view column, into atts[].
+ */
+static void
+ac_branch_columns(Relation view, Query *query, int rtindex, Oid tier, AttrNumber *atts)
+{
+	TupleDesc	desc = RelationGetDescr(view);
+	RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+	Query	   *branch;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (rte->rtekind != RTE_SUBQUERY || rte->subquery == NULL)
+		ac_tiers_mismatch(view, "A branch of the view is not a query.");
+	branch = rte->subquery;
+	if (branch->setOperations != NULL || list_length(branch->rtable) != 1 ||
+		rt_fetch(1, branch->rtable)->rtekind != RTE_RELATION ||
+		rt_fetch(1, branch->rtable)->relid != tier)
+		ac_tiers_mismatch(view, psprintf("A branch of the view does not read table \"%s\" alone.",
+										 get_rel_name(tier)));
+
+	foreach(lc, branch->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+		Form_pg_attribute vatt;
+		HeapTuple	tup;
+		Form_pg_attribute tatt;
+		bool		ok;
+
+		if (tle->resjunk)
+			continue;
+		if (i >= desc->natts)
+			ac_tiers_mismatch(view, "The view has more columns than its description.");
+		vatt = TupleDescAttr(desc, i);
+		if (!IsA(var, Var) || var->varno != 1 || var->varlevelsup != 0 || var->varattno <= 0)
+			ac_tiers_mismatch(view, psprintf("Column \"%s\" of the view is not a column of table \"%s\".",
+											 NameStr(vatt->attname), get_rel_name(tier)));
+
+		tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(tier), Int16GetDatum(var->varattno));
+		if (!HeapTupleIsValid(tup))
+			ac_tiers_mismatch(view, psprintf("Column %d of table \"%s\" does not exist.",
+											 var->varattno, get_rel_name(tier)));
+		tatt = (Form_pg_attribute) GETSTRUCT(tup);
+		ok = !tatt->attisdropped && !vatt->attisdropped &&
+			tatt->atttypid == vatt->atttypid && var->vartype == vatt->atttypid;
+		ReleaseSysCache(tup);
+		if (!ok)
+			ac_tiers_mismatch(view, psprintf("Column \"%s\" of the view (type %s) does not match column %d of table \"%s\".",
+											 NameStr(vatt->attname),
+											 format_type_be(vatt->atttypid),
+											 var->varattno, get_rel_name(tier)));
+		atts[i++] = var->varattno;
+	}
+	if (i != desc->natts)
+		ac_tiers_mismatch(view, "The view has fewer columns than its description.");
+}
+
+/*
+ * Fill cur[] and arc[] (one entry per column of the view, natts of them)
+ * with the attribute numbers of the view's columns in current and archive.
+ * The view must be "SELECT ... FROM current UNION ALL SELECT ... FROM
+ * archive", as registration created it, each column a plain column of the
+ * view's type.
+ */
+void
+ac_tier_columns(Relation view, Oid current, Oid archive, AttrNumber *cur, AttrNumber *arc)
+{
+	Query	   *query = get_view_query(view);
+	SetOperationStmt *setop = (SetOperationStmt *) query->setOperations;
+
+	if (setop == NULL || !IsA(setop, SetOperationStmt) || setop->op != SETOP_UNION ||
+		!setop->all || !IsA(setop->larg, RangeTblRef) || !IsA(setop->rarg, RangeTblRef))
+		ac_tiers_mismatch(view, "The view is no longer a UNION ALL of its two tables.");
+	ac_branch_columns(view, query, ((RangeTblRef *) setop->larg)->rtindex, current, cur);
+	ac_branch_columns(view, query, ((RangeTblRef *) setop->rarg)->rtindex, archive, arc);
+}
+
+/* The view column (0-based) that reads attribute attnum of a tier, or -1. */
+int
+ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum)
+{
+	int			i;
+
+	for (i = 0; i < natts; i++)
+		if (atts[i] == attnum)
+			return i;
+	return -1;
+}
+
+/* The view column (0-based) named name, or -1. */
+int
+ac_view_column_named(Relation view, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(view);
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i;
+	return -1;
+}

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * tiers.h
+ *		The columns of a registered view's two tables (tiers.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHIVE_CLUSTER_TIERS_H
+#define ARCHIVE_CLUSTER_TIERS_H
+
+#include "utils/relcache.h"
+
+extern void ac_tier_columns(Relation view, Oid current, Oid archive,
+							AttrNumber *cur, AttrNumber *arc);
+extern int	ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum);
+extern int	ac_view_column_named(Relation view, const char *name);
+
+#endif							/* ARCHIVE_CLUSTER_TIERS_H */

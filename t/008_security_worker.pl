@@ -1,0 +1,138 @@
+# Archiving cannot be held hostage (issue 19, item 4): roles that are not
+# trusted with a table cannot stop, stall or skip the archiving of others.
+# 1. evil (LOGIN only) takes the advisory lock that was the per-table run
+#    lock before the fix, pg_advisory_lock(1094931029, <view oid>): the
+#    worker still archives that table (the run lock is no longer a lock SQL
+#    can take).
+# 2. owner2 holds ACCESS EXCLUSIVE on its own table's tier in an open
+#    transaction: the worker skips that table (bounded lock wait, logged),
+#    archives owner1's table registered after it, and archives owner2's
+#    table once the lock is gone.
+# 3. evil's failing DROP DATABASE, ALTER DATABASE ... RENAME and CREATE
+#    DATABASE ... TEMPLATE of the database do not stop its worker (same pid
+#    afterwards, and it goes on archiving).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('hostage');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'archive_cluster'
+archive_cluster.naptime = 1
+archive_cluster.enabled = off
+archive_cluster.lock_timeout = 200
+max_worker_processes = 16
+autovacuum = off
+});
+$node->start;
+
+$node->safe_psql(
+	'postgres', q{
+CREATE ROLE owner1 LOGIN;
+CREATE ROLE owner2 LOGIN;
+CREATE ROLE evil LOGIN;
+CREATE DATABASE app;
+});
+$node->safe_psql(
+	'app', q{
+CREATE EXTENSION archive_cluster;
+GRANT CREATE ON SCHEMA public TO owner1, owner2;
+});
+
+# a registered table of $owner with 5,000 rows older than the hot window
+sub make_table
+{
+	my ($owner, $name) = @_;
+	$node->safe_psql(
+		'app', qq{
+SET ROLE $owner;
+CREATE TABLE $name (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
+INSERT INTO $name SELECT g, g % 50, now() - interval '3 hours' - g * interval '1 ms'
+FROM generate_series(1, 5000) g;
+SELECT archive_cluster_register('$name', cluster_by => '{cid,ts}', age_column => 'ts',
+								hot_window => '1 hour', batch_rows => 1000);
+});
+}
+
+sub archived_rows
+{
+	my ($name) = @_;
+	return $node->safe_psql('app', "SELECT count(*) FROM ${name}_archive");
+}
+
+sub worker_pid
+{
+	return $node->safe_psql('app',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'"
+	);
+}
+
+# registration order is the worker's order: t2 (locked) comes before t1
+make_table('owner2', 't2');
+make_table('owner1', 't1');
+make_table('owner1', 't3');
+
+# --- 1. and 2. set up while the worker moves nothing
+my $evil = $node->background_psql('app', on_error_stop => 0);
+$evil->query_safe('SET ROLE evil');
+is( $evil->query_safe(
+		"SELECT pg_advisory_lock(1094931029, 't3'::regclass::oid::int) IS NOT NULL"),
+	't',
+	'evil holds the advisory lock that was the run lock of t3');
+my $owner2 = $node->background_psql('app');
+$owner2->query_safe('SET ROLE owner2');
+$owner2->query_safe('BEGIN');
+$owner2->query_safe('LOCK TABLE t2_current IN ACCESS EXCLUSIVE MODE');
+
+my $log_offset = -s $node->logfile;
+$node->safe_psql('app', 'ALTER SYSTEM SET archive_cluster.enabled = on');
+$node->reload;
+
+ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t1_archive'),
+	"owner1's table is archived while owner2 holds ACCESS EXCLUSIVE on t2_current");
+ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t3_archive'),
+	'the table whose old run lock evil holds is archived');
+$node->wait_for_log(qr/skipping "t2": could not lock its view or tables within archive_cluster\.lock_timeout/,
+	$log_offset);
+pass('the worker logs that it skipped the locked table');
+is($owner2->query_safe('SELECT count(*) FROM t2_archive'),
+	'0', 't2 is left alone while its lock is held');
+is( $node->safe_psql('app',
+		"SELECT count(*) FROM archive_cluster_runs WHERE relation = 't2'::regclass AND error IS NOT NULL"),
+	'0',
+	'a skipped table is no failure: no error in archive_cluster_runs');
+
+$owner2->query_safe('COMMIT');
+ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t2_archive'),
+	't2 is archived once its lock is gone');
+$evil->query_safe('SELECT pg_advisory_unlock_all()');
+
+# --- 3. failing database commands of evil leave the worker alone
+my $pid = worker_pid();
+ok($pid ne '', 'the database has a worker');
+for my $cmd ('DROP DATABASE app',
+	'ALTER DATABASE app RENAME TO app2',
+	'CREATE DATABASE evil_copy TEMPLATE app')
+{
+	my ($ret, $stdout, $stderr) =
+	  $node->psql('postgres', "SET ROLE evil; $cmd");
+	like($stderr, qr/(must be owner|permission denied)/,
+		"evil's \"$cmd\" fails");
+}
+sleep(2);
+is(worker_pid(), $pid, "the worker survived evil's database commands");
+
+make_table('owner1', 't4');
+ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t4_archive'),
+	'and it goes on archiving');
+is(worker_pid(), $pid, 'with the same worker');
+
+$evil->quit;
+$owner2->quit;
+$node->stop;
+done_testing();
