@@ -17,6 +17,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
 #include "catalog/indexing.h"
@@ -45,6 +46,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "tiers.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_register);
 PG_FUNCTION_INFO_V1(archive_cluster_unregister);
@@ -699,7 +701,13 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	char	   *qrel;
 	char	   *qcur;
 	char	   *qarc;
-	char	   *cols;
+	Relation	view;
+	Relation	arc;
+	int			natts;
+	AttrNumber *curatt;
+	AttrNumber *arcatt;
+	StringInfoData curcols;
+	StringInfoData arccols;
 	bool		has_always_identity = false;
 	Oid			save_userid;
 	int			save_sec_context;
@@ -745,22 +753,61 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	qcur = ac_qualified_name(cfg.current);
 	qarc = ac_qualified_name(cfg.archive);
 
+	/*
+	 * Each archived row goes back column by column as the view reads it: by
+	 * number (tiers.c), not by name, which a rename of a tier's column could
+	 * have crossed.  Generated columns are computed again.
+	 */
+	view = relation_open(relid, NoLock);
 	cur = table_open(cfg.current, NoLock);
-	cols = ac_column_list(cur, true);
+	arc = table_open(cfg.archive, NoLock);
+	natts = RelationGetDescr(view)->natts;
+	curatt = palloc(sizeof(AttrNumber) * natts);
+	arcatt = palloc(sizeof(AttrNumber) * natts);
+	ac_tier_columns(view, cfg.current, cfg.archive, curatt, arcatt);
+	initStringInfo(&curcols);
+	initStringInfo(&arccols);
+	for (i = 0; i < natts; i++)
+	{
+		Form_pg_attribute catt = TupleDescAttr(RelationGetDescr(cur), curatt[i] - 1);
+		Form_pg_attribute aatt = TupleDescAttr(RelationGetDescr(arc), arcatt[i] - 1);
+
+		if (catt->attgenerated)
+			continue;
+		if (catt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
+			has_always_identity = true;
+		appendStringInfo(&curcols, "%s%s", curcols.len > 0 ? ", " : "",
+						 quote_identifier(NameStr(catt->attname)));
+		appendStringInfo(&arccols, "%s%s", arccols.len > 0 ? ", " : "",
+						 quote_identifier(NameStr(aatt->attname)));
+	}
+	/* columns added to both tables after registration, by name */
 	for (i = 0; i < RelationGetDescr(cur)->natts; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(cur), i);
+		Form_pg_attribute catt = TupleDescAttr(RelationGetDescr(cur), i);
+		AttrNumber	a;
 
-		if (!att->attisdropped && att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
+		if (catt->attisdropped || catt->attgenerated ||
+			ac_view_column_of(curatt, natts, i + 1) >= 0)
+			continue;
+		a = ac_unviewed_counterpart(cur, arc, arcatt, natts, i + 1);
+		if (a == InvalidAttrNumber)
+			continue;			/* current's alone: its default */
+		if (catt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
 			has_always_identity = true;
+		appendStringInfo(&curcols, ", %s", quote_identifier(NameStr(catt->attname)));
+		appendStringInfo(&arccols, ", %s",
+						 quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(arc), a - 1)->attname)));
 	}
+	table_close(arc, NoLock);
 	table_close(cur, NoLock);
+	relation_close(view, NoLock);
 
 	ac_switch_to_owner(cfg.current, &save_userid, &save_sec_context, &save_nestlevel);
 	ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
-						 qcur, cols,
+						 qcur, curcols.data,
 						 has_always_identity ? " OVERRIDING SYSTEM VALUE" : "",
-						 cols, qarc),
+						 arccols.data, qarc),
 				SPI_OK_INSERT);
 	moved = SPI_processed;
 	ac_spi_exec(psprintf("DROP VIEW %s", qrel), SPI_OK_UTILITY);

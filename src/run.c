@@ -688,25 +688,36 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		m.nullsfirst[i] = false;
 	}
 
-	/* a column of current alone would be lost in the move: refuse */
-	for (i = 0; i < RelationGetDescr(m.cur)->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), i);
-
-		if (!att->attisdropped && ac_view_column_of(curatt, natts, i + 1) < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("column \"%s\" of \"%s\" has no counterpart in \"%s\"",
-							NameStr(att->attname), RelationGetRelationName(m.cur),
-							RelationGetRelationName(m.arc)),
-					 errhint("Add the column to the archive table and the view too, or unregister and register the table again.")));
-	}
 	m.map = make_attrmap(RelationGetDescr(m.arc)->natts);
 	identity = RelationGetDescr(m.arc)->natts == RelationGetDescr(m.cur)->natts;
 	for (i = 0; i < natts; i++)
 	{
 		m.map->attnums[arcatt[i] - 1] = curatt[i];
 		identity &= arcatt[i] == curatt[i];
+	}
+
+	/*
+	 * A column added to both tables after registration (not in the view) goes
+	 * to the archive's column of the same name and type; a column of current
+	 * alone would be lost in the move: refuse.
+	 */
+	for (i = 0; i < RelationGetDescr(m.cur)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), i);
+		AttrNumber	a;
+
+		if (att->attisdropped || ac_view_column_of(curatt, natts, i + 1) >= 0)
+			continue;
+		a = ac_unviewed_counterpart(m.cur, m.arc, arcatt, natts, i + 1);
+		if (a == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of \"%s\" has no counterpart in \"%s\"",
+							NameStr(att->attname), RelationGetRelationName(m.cur),
+							RelationGetRelationName(m.arc)),
+					 errhint("Add the column to the archive table too, or unregister and register the table again.")));
+		m.map->attnums[a - 1] = i + 1;
+		identity &= a == i + 1;
 	}
 	for (i = 0; identity && i < m.map->maplen; i++)
 		identity = m.map->attnums[i] == i + 1 ||

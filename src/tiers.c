@@ -131,6 +131,24 @@ ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum)
 	return -1;
 }
 
+/*
+ * A column of current that the view does not read (added to the tables
+ * after registration): the column of archive with the same name and type
+ * that the view does not read either, or InvalidAttrNumber.
+ */
+AttrNumber
+ac_unviewed_counterpart(Relation cur, Relation arc, const AttrNumber *arcatt, int natts,
+						AttrNumber curattnum)
+{
+	Form_pg_attribute catt = TupleDescAttr(RelationGetDescr(cur), curattnum - 1);
+	AttrNumber	a = get_attnum(RelationGetRelid(arc), NameStr(catt->attname));
+
+	if (a <= 0 || ac_view_column_of(arcatt, natts, a) >= 0 ||
+		TupleDescAttr(RelationGetDescr(arc), a - 1)->atttypid != catt->atttypid)
+		return InvalidAttrNumber;
+	return a;
+}
+
 /* The view column (0-based) named name, or -1. */
 int
 ac_view_column_named(Relation view, const char *name)

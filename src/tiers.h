@@ -14,5 +14,7 @@ extern void ac_tier_columns(Relation view, Oid current, Oid archive,
 							AttrNumber *cur, AttrNumber *arc);
 extern int	ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum);
 extern int	ac_view_column_named(Relation view, const char *name);
+extern AttrNumber ac_unviewed_counterpart(Relation cur, Relation arc, const AttrNumber *arcatt,
+										  int natts, AttrNumber curattnum);
 
 #endif							/* ARCHIVE_CLUSTER_TIERS_H */

@@ -17,7 +17,6 @@
 #include "catalog/pg_index.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -25,7 +24,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
-#include "utils/timestamp.h"
 
 #include "archive_cluster.h"
 #include "compat.h"
@@ -235,29 +233,59 @@ ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
 }
 
 /*
- * Take a lock on a relation, waiting at most timeout_ms for it, without an
- * error: false when it was not granted in time.  Background work (runs, the
- * worker) uses this so that a lock another role holds for long, even on its
- * own table, only makes that table wait for a later run instead of stalling
- * every other table behind it.
+ * Take a lock on a relation, waiting at most timeout_ms for it (0: not at
+ * all), without an error: false when it was not granted in time.  The wait
+ * is an ordinary lock wait (in the lock's queue, seen in pg_locks), bounded
+ * by lock_timeout in a subtransaction, as ac_lock_with_retries() does.
+ * Background work (runs, the worker) uses this so that a lock another role
+ * holds for long, even on its own table, only makes that table wait for a
+ * later run instead of stalling every other table behind it.
  */
 bool
 ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
-	long		pause_ms = 1;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	char		buf[32];
+	volatile bool locked = false;
 
-	while (!ConditionalLockRelationOid(relid, mode))
+	if (ConditionalLockRelationOid(relid, mode))
+		return true;
+	if (timeout_ms <= 0)
+		return false;
+	snprintf(buf, sizeof(buf), "%d", timeout_ms);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
 	{
-		if (GetCurrentTimestamp() >= deadline)
-			return false;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, PG_WAIT_LOCK | LOCKTAG_RELATION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		pause_ms = Min(pause_ms * 2, 50);
+		int			nestlevel = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", buf, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		LockRelationOid(relid, mode);
+		AtEOXact_GUC(true, nestlevel);
+		ReleaseCurrentSubTransaction();	/* the lock goes to the caller */
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		locked = true;
 	}
-	return true;
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return locked;
 }
 
 /* the first key of the test hook's advisory locks (1094930497) */
