@@ -177,7 +177,8 @@ SELECT run_id,
 	   batches,
 	   started_by,
 	   run_as,
-	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS NOT FALSE THEN error END AS error
+	   -- errors only for roles that may read the table (not once it is gone)
+	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS TRUE THEN error END AS error
 FROM archive_cluster_run_log;
 
 GRANT SELECT ON archive_cluster_tables, archive_cluster_runs TO PUBLIC;

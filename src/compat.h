@@ -16,6 +16,7 @@
 #endif
 
 #include "access/genam.h"
+#include "access/tableam.h"
 #include "catalog/dependency.h"
 #include "executor/executor.h"
 #include "miscadmin.h"

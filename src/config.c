@@ -229,8 +229,10 @@ ac_registered_view_of(Oid relid)
 
 /*
  * Record one run in archive_cluster_run_log, and keep only the newest
- * archive_cluster.run_log_max_rows rows of that table: whoever may run a
- * table can fill only its share, and the log stays bounded.
+ * archive_cluster.run_log_max_rows rows of that table, and as many of all
+ * tables no longer registered together: whoever may run a table can fill
+ * only its share (registering and unregistering again and again included),
+ * and the log stays bounded.
  */
 void
 ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
@@ -283,4 +285,18 @@ ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
 	argtypes[1] = INT4OID;
 	values[1] = Int32GetDatum(archive_cluster_run_log_max_rows);
 	ac_exec_as_extension_owner(sql, 2, argtypes, values, NULL, SPI_OK_DELETE);
+
+	/* the rows of tables no longer registered: as many again, in all */
+	sql = psprintf("DELETE FROM %s l WHERE NOT EXISTS (SELECT FROM %s c"
+				   "  WHERE c.relation OPERATOR(pg_catalog.=) l.relation)"
+				   " AND l.run_id OPERATOR(pg_catalog.<=) (SELECT o.run_id FROM %s o"
+				   "  WHERE NOT EXISTS (SELECT FROM %s c WHERE c.relation OPERATOR(pg_catalog.=) o.relation)"
+				   "  ORDER BY o.run_id DESC OFFSET $1 LIMIT 1)",
+				   ac_extension_object("archive_cluster_run_log"),
+				   ac_extension_object("archive_cluster_config"),
+				   ac_extension_object("archive_cluster_run_log"),
+				   ac_extension_object("archive_cluster_config"));
+	argtypes[0] = INT4OID;
+	values[0] = Int32GetDatum(archive_cluster_run_log_max_rows);
+	ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_DELETE);
 }

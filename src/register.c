@@ -60,6 +60,18 @@ ac_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 				 errmsg("%s must not be NULL", name)));
 }
 
+/* Run a read-only catalog query whose $1 is an OID; its rows in SPI_tuptable. */
+static void
+ac_catalog_query(const char *sql, Oid arg, long limit)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+
+	values[0] = ObjectIdGetDatum(arg);
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, limit) != SPI_OK_SELECT)
+		elog(ERROR, "could not run \"%s\"", sql);
+}
+
 /*
  * Find the row identity of rel: its primary key, or else its first unique,
  * immediate, non-partial btree index on plain NOT NULL columns.  Fills
@@ -153,8 +165,6 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 	const char *relname = RelationGetRelationName(rel);
 	AttrNumber	keys[INDEX_MAX_KEYS];
 	Oid			eqops[INDEX_MAX_KEYS];
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1];
 	Oid			agetype;
 	int			i;
 
@@ -236,14 +246,11 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 				 errmsg("table \"%s\" has no primary key or NOT NULL unique index", relname),
 				 errhint("UPDATE and DELETE through the view find rows by such a key; add a primary key.")));
 
-	values[0] = ObjectIdGetDatum(relid);
-	if (SPI_execute_with_args("SELECT c.conname::pg_catalog.text, c.conrelid::pg_catalog.regclass::pg_catalog.text"
-							  " FROM pg_catalog.pg_constraint c"
-							  " WHERE c.contype OPERATOR(pg_catalog.=) 'f'"
-							  " AND c.confrelid OPERATOR(pg_catalog.=) $1"
-							  " ORDER BY 1 LIMIT 1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_constraint");
+	ac_catalog_query("SELECT c.conname::pg_catalog.text, c.conrelid::pg_catalog.regclass::pg_catalog.text"
+					 " FROM pg_catalog.pg_constraint c"
+					 " WHERE c.contype OPERATOR(pg_catalog.=) 'f'"
+					 " AND c.confrelid OPERATOR(pg_catalog.=) $1"
+					 " ORDER BY 1 LIMIT 1", relid, 1);
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -253,20 +260,18 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
 				 errhint("A foreign key cannot reference a view; drop the foreign key first.")));
 
-	if (SPI_execute_with_args("SELECT CASE WHEN d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
-							  " THEN 'view ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::pg_catalog.text"
-							  " ELSE pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) END"
-							  " FROM pg_catalog.pg_depend d"
-							  " LEFT JOIN pg_catalog.pg_rewrite r ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
-							  "  AND r.oid OPERATOR(pg_catalog.=) d.objid"
-							  " WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-							  " AND d.refobjid OPERATOR(pg_catalog.=) $1"
-							  " AND d.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_rewrite'::pg_catalog.regclass,"
-							  "  'pg_catalog.pg_proc'::pg_catalog.regclass]::pg_catalog.oid[])"
-							  " AND r.ev_class IS DISTINCT FROM $1"
-							  " ORDER BY 1 LIMIT 1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_depend");
+	ac_catalog_query("SELECT CASE WHEN d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
+					 " THEN 'view ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::pg_catalog.text"
+					 " ELSE pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) END"
+					 " FROM pg_catalog.pg_depend d"
+					 " LEFT JOIN pg_catalog.pg_rewrite r ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
+					 "  AND r.oid OPERATOR(pg_catalog.=) d.objid"
+					 " WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 " AND d.refobjid OPERATOR(pg_catalog.=) $1"
+					 " AND d.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_rewrite'::pg_catalog.regclass,"
+					 "  'pg_catalog.pg_proc'::pg_catalog.regclass]::pg_catalog.oid[])"
+					 " AND r.ev_class IS DISTINCT FROM $1"
+					 " ORDER BY 1 LIMIT 1", relid, 1);
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -350,6 +355,8 @@ ac_set_acl(Oid to, AttrNumber attnum, Datum acl, bool aclnull)
 		tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(to));
 	else
 		tup = SearchSysCacheCopy2(ATTNUM, ObjectIdGetDatum(to), Int16GetDatum(attnum));
+	if (!HeapTupleIsValid(tup) && attnum == 0)
+		elog(ERROR, "cache lookup failed for relation %u", to);
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for attribute %d of relation %u", attnum, to);
 
@@ -418,19 +425,14 @@ ac_copy_grants(Oid from, Oid to)
 static void
 ac_copy_foreign_keys(Oid relid, const char *qarc)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1];
 	List	   *stmts = NIL;
 	ListCell   *lc;
 	uint64		i;
 
-	values[0] = ObjectIdGetDatum(relid);
-	if (SPI_execute_with_args("SELECT c.conname, pg_catalog.pg_get_constraintdef(c.oid)"
-							  " FROM pg_catalog.pg_constraint c"
-							  " WHERE c.conrelid OPERATOR(pg_catalog.=) $1"
-							  " AND c.contype OPERATOR(pg_catalog.=) 'f' ORDER BY c.conname",
-							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_constraint");
+	ac_catalog_query("SELECT c.conname, pg_catalog.pg_get_constraintdef(c.oid)"
+					 " FROM pg_catalog.pg_constraint c"
+					 " WHERE c.conrelid OPERATOR(pg_catalog.=) $1"
+					 " AND c.contype OPERATOR(pg_catalog.=) 'f' ORDER BY c.conname", relid, 0);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
@@ -453,25 +455,20 @@ ac_copy_foreign_keys(Oid relid, const char *qarc)
 static void
 ac_copy_defaults(Oid relid, Oid viewid, const char *qrel)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1];
 	char	   *nextval = ac_extension_object("archive_cluster_identity_nextval");
 	List	   *stmts = NIL;
 	ListCell   *lc;
 	uint64		i;
 
-	values[0] = ObjectIdGetDatum(relid);
-	if (SPI_execute_with_args("SELECT a.attname, a.attidentity OPERATOR(pg_catalog.<>) '',"
-							  " pg_catalog.pg_get_expr(d.adbin, d.adrelid)"
-							  " FROM pg_catalog.pg_attribute a"
-							  " LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid"
-							  "  AND d.adnum OPERATOR(pg_catalog.=) a.attnum"
-							  " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
-							  " AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
-							  " AND (a.attidentity OPERATOR(pg_catalog.<>) '' OR d.adbin IS NOT NULL)"
-							  " ORDER BY a.attnum",
-							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_attribute");
+	ac_catalog_query("SELECT a.attname, a.attidentity OPERATOR(pg_catalog.<>) '',"
+					 " pg_catalog.pg_get_expr(d.adbin, d.adrelid)"
+					 " FROM pg_catalog.pg_attribute a"
+					 " LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid"
+					 "  AND d.adnum OPERATOR(pg_catalog.=) a.attnum"
+					 " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
+					 " AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
+					 " AND (a.attidentity OPERATOR(pg_catalog.<>) '' OR d.adbin IS NOT NULL)"
+					 " ORDER BY a.attnum", relid, 0);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];

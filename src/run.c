@@ -75,7 +75,8 @@ PG_FUNCTION_INFO_V1(archive_cluster_table_state);
  * The per-table run lock: an advisory lock tag whose fourth field no SQL
  * function produces (pg_advisory_lock() uses 1 and 2), so that no role can
  * take it or wait for it and hold runs back.  It shows in pg_locks as an
- * advisory lock with objid = the view's OID and objsubid = 16707 ('AC').
+ * advisory lock with classid = the view's OID, objid = 0 and objsubid =
+ * 16707 ('AC').
  */
 #define AC_RUN_LOCK_CLASS 0x4143
 
@@ -235,10 +236,15 @@ ac_eligible_fraction(AcTableConfig *cfg)
 	AttStatsSlot sslot;
 	int64		cutoff;
 	double		frac;
-	int			below = 0;
+	Oid			agetype;
 	int			i;
+	int			below = 0;
 
+	/* an estimate by name, from the statistics only: a timestamp column's */
 	if (attnum <= 0)
+		return -1;
+	agetype = getBaseType(get_atttype(cfg->current, attnum));
+	if (agetype != TIMESTAMPOID && agetype != TIMESTAMPTZOID)
 		return -1;
 	tup = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(cfg->current),
 						  Int16GetDatum(attnum), BoolGetDatum(false));
@@ -250,7 +256,7 @@ ac_eligible_fraction(AcTableConfig *cfg)
 		ReleaseSysCache(tup);
 		return -1;
 	}
-	cutoff = ac_cutoff_for_type(cfg, get_atttype(cfg->current, attnum));
+	cutoff = ac_cutoff_for_type(cfg, agetype);
 	for (i = 0; i < sslot.nvalues; i++)
 		if (DatumGetInt64(sslot.values[i]) < cutoff)
 			below++;
@@ -652,6 +658,7 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int			natts;
 	AttrNumber *curatt;
 	AttrNumber *arcatt;
+	Oid			agetype;
 	bool		identity;
 	int			i;
 
@@ -674,7 +681,15 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
 
 	ageattno = curatt[ac_view_column(view, cfg->age_column)];
-	cutoff = ac_cutoff_for_type(cfg, TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);
+	agetype = getBaseType(TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);
+	if (agetype != TIMESTAMPOID && agetype != TIMESTAMPTZOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("age column \"%s\" of view \"%s\" must be of type timestamp or timestamptz",
+						cfg->age_column, RelationGetRelationName(view)),
+				 errdetail("It is of type %s.", format_type_be(agetype)),
+				 errhint("A column of the view was renamed to the age column's name; rename it back.")));
+	cutoff = ac_cutoff_for_type(cfg, agetype);
 
 	m.nkeys = cfg->ncluster;
 	for (i = 0; i < cfg->ncluster; i++)
@@ -719,9 +734,25 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		m.map->attnums[a - 1] = i + 1;
 		identity &= a == i + 1;
 	}
+	/*
+	 * Rows are copied as they are only when current's layout is archive's,
+	 * as PostgreSQL's own tuple conversion decides: each column maps to
+	 * itself (and has no "missing" default), or both are dropped columns of
+	 * the same length and alignment.
+	 */
 	for (i = 0; identity && i < m.map->maplen; i++)
-		identity = m.map->attnums[i] == i + 1 ||
-			TupleDescAttr(RelationGetDescr(m.arc), i)->attisdropped;
+	{
+		Form_pg_attribute c = TupleDescAttr(RelationGetDescr(m.cur), i);
+		Form_pg_attribute a = TupleDescAttr(RelationGetDescr(m.arc), i);
+
+		if (c->atthasmissing)
+			identity = false;
+		else if (m.map->attnums[i] == i + 1)
+			continue;
+		else
+			identity = m.map->attnums[i] == 0 && c->attisdropped && a->attisdropped &&
+				c->attlen == a->attlen && c->attalign == a->attalign;
+	}
 	if (identity)
 	{
 		free_attrmap(m.map);

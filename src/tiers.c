@@ -86,12 +86,16 @@ ac_branch_columns(Relation view, Query *query, int rtindex, Oid tier, AttrNumber
 											 var->varattno, get_rel_name(tier)));
 		tatt = (Form_pg_attribute) GETSTRUCT(tup);
 		ok = !tatt->attisdropped && !vatt->attisdropped &&
-			tatt->atttypid == vatt->atttypid && var->vartype == vatt->atttypid;
+			tatt->atttypid == vatt->atttypid && var->vartype == vatt->atttypid &&
+			tatt->atttypmod == var->vartypmod && tatt->attcollation == var->varcollid;
 		ReleaseSysCache(tup);
 		if (!ok)
 			ac_tiers_mismatch(view, psprintf("Column \"%s\" of the view (type %s) does not match column %d of table \"%s\".",
 											 NameStr(vatt->attname),
 											 format_type_be(vatt->atttypid),
+											 var->varattno, get_rel_name(tier)));
+		if (ac_view_column_of(atts, i, var->varattno) >= 0)
+			ac_tiers_mismatch(view, psprintf("Column %d of table \"%s\" is read twice by the view.",
 											 var->varattno, get_rel_name(tier)));
 		atts[i++] = var->varattno;
 	}
@@ -133,8 +137,9 @@ ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum)
 
 /*
  * A column of current that the view does not read (added to the tables
- * after registration): the column of archive with the same name and type
- * that the view does not read either, or InvalidAttrNumber.
+ * after registration): the column of archive with the same name, type,
+ * typmod and collation that the view does not read either, or
+ * InvalidAttrNumber.
  */
 AttrNumber
 ac_unviewed_counterpart(Relation cur, Relation arc, const AttrNumber *arcatt, int natts,
@@ -142,9 +147,13 @@ ac_unviewed_counterpart(Relation cur, Relation arc, const AttrNumber *arcatt, in
 {
 	Form_pg_attribute catt = TupleDescAttr(RelationGetDescr(cur), curattnum - 1);
 	AttrNumber	a = get_attnum(RelationGetRelid(arc), NameStr(catt->attname));
+	Form_pg_attribute aatt;
 
-	if (a <= 0 || ac_view_column_of(arcatt, natts, a) >= 0 ||
-		TupleDescAttr(RelationGetDescr(arc), a - 1)->atttypid != catt->atttypid)
+	if (a <= 0 || ac_view_column_of(arcatt, natts, a) >= 0)
+		return InvalidAttrNumber;
+	aatt = TupleDescAttr(RelationGetDescr(arc), a - 1);
+	if (aatt->atttypid != catt->atttypid || aatt->atttypmod != catt->atttypmod ||
+		aatt->attcollation != catt->attcollation)
 		return InvalidAttrNumber;
 	return a;
 }

@@ -422,6 +422,20 @@ ac_trigger_entry(Relation view)
 		memset((char *) e + sizeof(Oid), 0, sizeof(AcTriggerEntry) - sizeof(Oid));
 		e->valid = false;
 	}
+	/*
+	 * Lock both tables before trusting the entry, for the rest of the
+	 * transaction, as a statement on them would: taking a lock processes the
+	 * invalidations of DDL committed meanwhile (which clear e->valid), and
+	 * holding it keeps further DDL out until the end of the transaction, so
+	 * the entry matches the tables for as long as it is used.  (An INSERT on
+	 * the view locks no table itself.)  Order: view, current, archive, as
+	 * runs take them.
+	 */
+	if (e->valid)
+	{
+		LockRelationOid(e->current, RowExclusiveLock);
+		LockRelationOid(e->archive, RowExclusiveLock);
+	}
 	if (e->valid)
 		return e;
 	ac_free_entry(e);
@@ -449,8 +463,8 @@ ac_trigger_entry(Relation view)
 	e->typlens = MemoryContextAllocZero(e->mcxt, sizeof(int16) * e->natts);
 	e->typbyvals = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
 
-	cur = table_open(cfg.current, AccessShareLock);
-	arc = table_open(cfg.archive, AccessShareLock);
+	cur = table_open(cfg.current, RowExclusiveLock);
+	arc = table_open(cfg.archive, RowExclusiveLock);
 
 	/* the view's columns are columns of its tables by number, not by name */
 	e->curatt = MemoryContextAlloc(e->mcxt, sizeof(AttrNumber) * e->natts);
@@ -524,11 +538,33 @@ ac_trigger_entry(Relation view)
 
 	ac_prepare_fast_paths(e, view, cur, arc);
 
-	table_close(cur, AccessShareLock);
-	table_close(arc, AccessShareLock);
+	table_close(cur, NoLock);
+	table_close(arc, NoLock);
 	e->valid = true;
 	SPI_finish();
 	return e;
+}
+
+/*
+ * The tables are locked while an entry is used (ac_trigger_entry), so they
+ * cannot change under it; these checks only make sure that a row is never
+ * built or returned with a shape other than the one the entry was built for.
+ */
+static void
+ac_check_shape(bool ok, const char *what)
+{
+	if (!ok)
+		elog(ERROR, "%s does not match the registered view's cached description", what);
+}
+
+static void
+ac_check_returned(AcTriggerEntry *e, TupleDesc desc)
+{
+	int			i;
+
+	ac_check_shape(desc->natts == e->natts, "row returned by a tier");
+	for (i = 0; i < e->natts; i++)
+		ac_check_shape(TupleDescAttr(desc, i)->atttypid == e->types[i], "row returned by a tier");
 }
 
 static void
@@ -621,6 +657,7 @@ ac_direct_insert(AcTriggerEntry *e, Datum *viewv, bool *viewn)
 	TupleTableSlot *slot;
 	int			i;
 
+	ac_check_shape(RelationGetDescr(rel)->natts == e->cur_natts, "current table");
 	if (pg_class_aclcheck(e->current, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
 	{
 		table_close(rel, NoLock);
@@ -693,6 +730,7 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 		return false;
 
 	rel = table_open(e->current, RowExclusiveLock);
+	ac_check_shape(RelationGetDescr(rel)->natts == e->cur_natts, "current table");
 	idx = index_open(e->keyindex[0], AccessShareLock);
 	for (i = 0; i < e->nkeys; i++)
 		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
@@ -954,6 +992,7 @@ ac_buffer_flush(AcInsertBuffer *buf)
 	}
 
 	rel = table_open(buf->current, RowExclusiveLock);
+	ac_check_shape(RelationGetDescr(rel)->natts == buf->desc->natts, "current table");
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 0, NULL, 0);
@@ -1282,6 +1321,7 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		{
 			ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING,
 					   e->current, ACL_INSERT | ACL_SELECT);
+			ac_check_returned(e, SPI_tuptable->tupdesc);
 			result = SPI_copytuple(SPI_tuptable->vals[0]);
 			ac_check_key_unique(view, e, 1, oldv, oldn);
 		}
@@ -1349,6 +1389,7 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 				if (ac_execute(tier->update, args, argn, SPI_OK_UPDATE_RETURNING,
 							   tierrel, ACL_UPDATE | ACL_SELECT) > 0)
 				{
+					ac_check_returned(e, SPI_tuptable->tupdesc);
 					result = SPI_copytuple(SPI_tuptable->vals[0]);
 					if (ac_key_changed(e, oldv, oldn, newv, newn))
 						ac_check_key_unique(view, e, 1 - t, newv, newn);

@@ -155,68 +155,22 @@ ac_interval_ms(Interval *iv, const char *argname)
 /*
  * Take an ACCESS EXCLUSIVE lock on relid, waiting at most timeout_ms each
  * time, and trying again up to "retries" times with a growing pause in
- * between.  Each attempt runs in a subtransaction so that a lock timeout
- * can be caught; the lock itself belongs to the caller's transaction.
+ * between.  The lock belongs to the caller's transaction.
  */
 void
 ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	char		buf[32];
 	int			attempt;
 
-	snprintf(buf, sizeof(buf), "%d", timeout_ms);
-
-	for (attempt = 0;; attempt++)
+	for (attempt = 0; !ac_lock_relation_bounded(relid, AccessExclusiveLock, timeout_ms); attempt++)
 	{
-		bool		locked = false;
-
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(oldcxt);
-
-		PG_TRY();
-		{
-			int			nestlevel = NewGUCNestLevel();
-
-			(void) set_config_option("lock_timeout", buf,
-									 PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_SAVE, true, 0, false);
-			LockRelationOid(relid, AccessExclusiveLock);
-			AtEOXact_GUC(true, nestlevel);
-
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-			locked = true;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(oldcxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-
-			if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-				ReThrowError(edata);
-			FreeErrorData(edata);
-			if (attempt >= retries)
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("could not lock table %s", get_rel_name(relid)),
-						 errdetail("An ACCESS EXCLUSIVE lock was not granted within %d ms in %d attempts.",
-								   timeout_ms, retries + 1),
-						 errhint("Try again when the table is less busy, or raise lock_timeout or lock_retries.")));
-		}
-		PG_END_TRY();
-
-		if (locked)
-			break;
-
+		if (attempt >= retries)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not lock table %s", get_rel_name(relid)),
+					 errdetail("An ACCESS EXCLUSIVE lock was not granted within %d ms in %d attempts.",
+							   timeout_ms, retries + 1),
+					 errhint("Try again when the table is less busy, or raise lock_timeout or lock_retries.")));
 		ereport(NOTICE,
 				(errmsg("could not lock table %s within %d ms, retrying (%d of %d)",
 						get_rel_name(relid), timeout_ms, attempt + 1, retries)));
@@ -236,7 +190,7 @@ ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
  * Take a lock on a relation, waiting at most timeout_ms for it (0: not at
  * all), without an error: false when it was not granted in time.  The wait
  * is an ordinary lock wait (in the lock's queue, seen in pg_locks), bounded
- * by lock_timeout in a subtransaction, as ac_lock_with_retries() does.
+ * by lock_timeout in a subtransaction, where its timeout error is caught.
  * Background work (runs, the worker) uses this so that a lock another role
  * holds for long, even on its own table, only makes that table wait for a
  * later run instead of stalling every other table behind it.

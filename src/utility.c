@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
@@ -63,12 +64,14 @@ ac_database_is_template(Oid dboid)
 
 /*
  * The database whose worker must go before this statement runs, or
- * InvalidOid: none, or the caller lacks the privileges the statement
- * itself checks (ownership; CREATEDB to rename or copy; a copied database
- * must be a template or the caller's).
+ * InvalidOid: none, or the statement will fail its own checks anyway: the
+ * caller lacks the privileges (ownership; CREATEDB to rename or copy; a
+ * copied database must be a template or the caller's), or the database is
+ * the current one, a template to drop, a new name taken, a DROP inside a
+ * transaction block.
  */
 static Oid
-ac_database_to_free(Node *stmt)
+ac_database_to_free(Node *stmt, bool toplevel)
 {
 	Oid			dboid;
 
@@ -76,10 +79,13 @@ ac_database_to_free(Node *stmt)
 	{
 		case T_DropdbStmt:
 			dboid = get_database_oid(((DropdbStmt *) stmt)->dbname, true);
+			if (!toplevel || IsTransactionBlock() || ac_database_is_template(dboid))
+				return InvalidOid;
 			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) stmt)->renameType != OBJECT_DATABASE ||
-				!have_createdb_privilege())
+				!have_createdb_privilege() ||
+				OidIsValid(get_database_oid(((RenameStmt *) stmt)->newname, true)))
 				return InvalidOid;
 			dboid = get_database_oid(((RenameStmt *) stmt)->subname, true);
 			break;
@@ -104,7 +110,8 @@ ac_database_to_free(Node *stmt)
 		default:
 			return InvalidOid;
 	}
-	if (!OidIsValid(dboid) || !ac_database_ownercheck(dboid, GetUserId()))
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
+		!ac_database_ownercheck(dboid, GetUserId()))
 		return InvalidOid;
 	return dboid;
 }
@@ -115,7 +122,8 @@ ac_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   ParamListInfo params, QueryEnvironment *queryEnv,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
-	Oid			dboid = ac_database_to_free(pstmt->utilityStmt);
+	Oid			dboid = ac_database_to_free(pstmt->utilityStmt,
+											context == PROCESS_UTILITY_TOPLEVEL);
 
 	if (OidIsValid(dboid))
 		ac_stop_database_worker(dboid);
