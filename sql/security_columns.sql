@@ -57,6 +57,46 @@ SELECT pg_postmaster_start_time() = :'sec_start_time' AS same_server;
 -- unregistering puts every row back into one table with its values
 SELECT try($$SELECT archive_cluster_unregister('tc.t')$$) AS unregister;
 SELECT id, b, n FROM tc.t ORDER BY id;
+
+-- Further changes a table owner can make under the view (from the review
+-- of the fix): none may crash the server or change a value.
+CREATE TABLE tc.u (id int PRIMARY KEY, cid int NOT NULL, ts timestamp NOT NULL, v int NOT NULL);
+INSERT INTO tc.u SELECT g, g % 3, '2000-01-01', g FROM generate_series(1, 6) g;
+SELECT archive_cluster_register('tc.u', '{cid,ts}', 'ts');
+-- a column added to both tables with other types, filled, then dropped from
+-- both: current's rows keep bytes of an int where the archive has a text
+ALTER TABLE tc.u_current ADD COLUMN y int DEFAULT 7;
+ALTER TABLE tc.u_archive ADD COLUMN y text DEFAULT 'seven';
+UPDATE tc.u_current SET y = id * 1000;
+ALTER TABLE tc.u_current DROP COLUMN y;
+ALTER TABLE tc.u_archive DROP COLUMN y;
+-- a column added to both tables with different defaults: current's
+-- existing rows have current's default, and keep it in the archive
+ALTER TABLE tc.u_current ADD COLUMN note text NOT NULL DEFAULT 'from current';
+ALTER TABLE tc.u_archive ADD COLUMN note text NOT NULL DEFAULT 'from archive';
+SELECT try($$SELECT archive_cluster_run('tc.u', force => true)$$) AS run_after_drops;
+SELECT id, v FROM tc.u ORDER BY id;
+SELECT id, v, note FROM tc.u_archive ORDER BY id;
+-- a view that reads one column of a table twice is refused (55000), for
+-- runs and writes alike
+INSERT INTO tc.u VALUES (7, 1, '2000-01-01', 70);
+CREATE OR REPLACE VIEW tc.u AS
+	SELECT id, id AS cid, ts, v FROM tc.u_current UNION ALL SELECT id, cid, ts, v FROM tc.u_archive;
+SELECT try($$INSERT INTO tc.u VALUES (8, 1, '2000-01-01', 80)$$) AS insert_read_twice;
+SELECT try($$SELECT archive_cluster_run('tc.u', force => true)$$) AS run_read_twice;
+CREATE OR REPLACE VIEW tc.u AS
+	SELECT id, cid, ts, v FROM tc.u_current UNION ALL SELECT id, cid, ts, v FROM tc.u_archive;
+-- the age column's name given to a column of another type (the view's
+-- columns renamed): runs refuse (42804) instead of comparing its values
+-- as timestamps
+ALTER VIEW tc.u RENAME COLUMN ts TO ts_was;
+ALTER VIEW tc.u RENAME COLUMN v TO ts;
+SELECT try($$SELECT archive_cluster_run('tc.u', force => true)$$) AS run_age_renamed;
+ALTER VIEW tc.u RENAME COLUMN ts TO v;
+ALTER VIEW tc.u RENAME COLUMN ts_was TO ts;
+SELECT try($$SELECT archive_cluster_run('tc.u', force => true)$$) AS run_renamed_back;
+SELECT count(*), sum(v) FROM tc.u;
+SELECT pg_postmaster_start_time() = :'sec_start_time' AS same_server;
 RESET ROLE;
 
 DELETE FROM archive_cluster_run_log WHERE relation_name LIKE 'tc.%';
