@@ -331,6 +331,32 @@ FROM archive_cluster_runs WHERE relation = 'sec.rl'::regclass;
 SELECT count(*) AS rows_kept FROM sec.rl;
 RESET archive_cluster.run_log_max_rows;
 
+-----------------------------------------------------------------------------
+-- d (v). Row-level security on the tiers (docs/user-guide.md, Security):
+-- the view reads its tables as its owner, so policies added to the tiers
+-- apply to reads only once the view is a security-invoker view; then user2
+-- sees only the rows the policies let it see, in both tiers.
+-----------------------------------------------------------------------------
+SET ROLE owner1;
+CREATE TABLE sec.rls (id int PRIMARY KEY, cid int NOT NULL, ts timestamp NOT NULL, owner_name name NOT NULL);
+INSERT INTO sec.rls SELECT g, g % 3, '2000-01-01', CASE WHEN g % 2 = 0 THEN 'user2' ELSE 'other' END
+FROM generate_series(1, 10) g;
+GRANT SELECT ON sec.rls TO user2;
+SELECT archive_cluster_register('sec.rls', '{cid,ts}', 'ts');
+SELECT rows_moved FROM archive_cluster_run('sec.rls', force => true);
+INSERT INTO sec.rls VALUES (11, 1, '2100-01-01', 'other'), (12, 1, '2100-01-01', 'user2');
+ALTER TABLE sec.rls_current ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sec.rls_archive ENABLE ROW LEVEL SECURITY;
+CREATE POLICY mine ON sec.rls_current FOR SELECT USING (owner_name = current_user);
+CREATE POLICY mine ON sec.rls_archive FOR SELECT USING (owner_name = current_user);
+SET ROLE user2;
+SELECT count(*) AS rows_seen_default_view FROM sec.rls;
+SET ROLE owner1;
+ALTER VIEW sec.rls SET (security_invoker = true);
+SET ROLE user2;
+SELECT count(*) AS rows_seen_invoker_view, string_agg(id::text, ',' ORDER BY id) AS ids FROM sec.rls;
+RESET ROLE;
+
 -- clean up: every object of the four roles, their runs, the roles
 DELETE FROM archive_cluster_run_log WHERE run_id > :sec_first_run;
 DROP OWNED BY owner1, user1, user2, evil CASCADE;

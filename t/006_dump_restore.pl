@@ -2,7 +2,8 @@
 # table, into a new database: the same rows in the same tiers, the
 # configuration pointing at the restored objects, and a working set-up (DML
 # through the view in both tiers, a run, unregistering).  Also a plain-format
-# dump restored with psql.
+# dump restored with psql, and a table whose schema, table and column names
+# hold quotes, a backslash, a semicolon, a newline and unicode.
 use strict;
 use warnings;
 
@@ -117,6 +118,46 @@ check_restored('dst2', 'psql restore');
 
 # the source is untouched
 is($node->safe_psql('src', $state_sql), $before, 'the source database is unchanged');
+
+# --- names with quotes, a backslash, a semicolon, a newline and unicode
+# (schema, table, columns, the cluster and age columns) survive a dump and
+# a restore, and the restored table works
+my $sch = qq{"s'""\\;\né€"};
+my $tab = qq{$sch."t'""\\; é€"};
+my $kcol = qq{"k'""\\;\n"};
+my $acol = q{"a\;""'"};
+my $vcol = q{"v é€"};
+my $rel = q{'} . ($tab =~ s/'/''/gr) . q{'::regclass};
+$node->safe_psql('postgres', 'CREATE DATABASE hsrc');
+$node->safe_psql('hsrc',
+	    "CREATE EXTENSION archive_cluster;\n"
+	  . "CREATE SCHEMA $sch;\n"
+	  . "CREATE TABLE $tab (id int PRIMARY KEY, $kcol int NOT NULL, $acol timestamp NOT NULL, $vcol text DEFAULT 'd''v');\n"
+	  . "INSERT INTO $tab SELECT g, g % 5, timestamp '2000-01-01' + g * interval '1 minute', 'v' || g FROM generate_series(1, 100) g;\n"
+	  . "SELECT archive_cluster_register($rel, cluster_by => ARRAY[\$n\$k'\"\\;\n\$n\$, \$n\$a\\;\"'\$n\$]::name[],"
+	  . " age_column => \$n\$a\\;\"'\$n\$, batch_rows => 10);\n"
+	  . "SELECT rows_moved FROM archive_cluster_run($rel, force => true);\n");
+my $hstate =
+	"SELECT (SELECT count(*) FROM " . ($tab =~ s/é€"$/é€_current"/r) . ") || '/' || (SELECT count(*) FROM "
+  . ($tab =~ s/é€"$/é€_archive"/r) . ") || ':' || (SELECT sum(hashtext(r::text)::bigint) FROM $tab r)";
+my $hbefore = $node->safe_psql('hsrc', $hstate);
+like($hbefore, qr{^0/100:-?\d+$}, 'hostile names: registered and archived');
+my $hdump = PostgreSQL::Test::Utils::tempdir . '/hsrc.dump';
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $hdump, '-d', $node->connstr('hsrc') ],
+	'hostile names: pg_dump -Fc');
+$node->safe_psql('postgres', 'CREATE DATABASE hdst');
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', $node->connstr('hdst'), $hdump ],
+	'hostile names: pg_restore without errors');
+is($node->safe_psql('hdst', $hstate), $hbefore, 'hostile names: the same rows in the same tiers');
+is( $node->safe_psql('hdst',
+		    "INSERT INTO $tab (id, $kcol, $acol) VALUES (101, 1, '2000-01-02');\n"
+		  . "SELECT status || ' ' || rows_moved FROM archive_cluster_run($rel, force => true);"),
+	'archived 1',
+	'hostile names: INSERT through the restored view and a run');
+is($node->safe_psql('hdst', "SELECT $vcol FROM $tab WHERE id = 101"),
+	q{d'v}, 'hostile names: the default of the restored view');
+is($node->safe_psql('hdst', "SELECT archive_cluster_unregister($rel)"),
+	'101', 'hostile names: unregister moves every archived row back');
 
 $node->stop;
 done_testing();
