@@ -10,13 +10,19 @@ OBJS = \
 	src/config.o \
 	src/guc.o \
 	src/launcher.o \
+	src/mover.o \
 	src/register.o \
 	src/run.o \
 	src/stats.o \
+	src/threshold.o \
 	src/tiers.o \
 	src/triggers.o \
 	src/util.o \
 	src/utility.o \
+	src/view_buffer.o \
+	src/view_cache.o \
+	src/view_direct.o \
+	src/view_keys.o \
 	src/worker.o
 
 EXTENSION = archive_cluster

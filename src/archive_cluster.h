@@ -31,15 +31,6 @@ typedef struct AcTableConfig
 	int64		batch_rows;		/* 0 when not set */
 } AcTableConfig;
 
-/* The batch size a run uses, with the inputs it came from. */
-typedef struct AcThreshold
-{
-	int64		rows;
-	const char *source;			/* "batch_rows", "statistics" or "default" */
-	double		distinct_keys;	/* < 0 when unknown */
-	double		rows_per_page;	/* < 0 when unknown */
-} AcThreshold;
-
 /* One run of one table, as archive_cluster_run() reports it. */
 typedef struct AcRunResult
 {
@@ -93,11 +84,8 @@ extern void ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
 extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);
 
 /* run.c */
-extern void ac_compute_threshold(AcTableConfig *cfg, AcThreshold *th);
-extern bool ac_table_due(AcTableConfig *cfg, int64 threshold);
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 						 const char *started_by, AcRunResult *res);
-extern TimestampTz ac_cutoff(AcTableConfig *cfg);
 
 /* util.c */
 extern void ac_check_owner(Oid relid);

@@ -39,6 +39,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "threshold.h"
 
 PGDLLEXPORT void archive_cluster_worker_main(Datum main_arg);
 

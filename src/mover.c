@@ -1,0 +1,585 @@
+/*-------------------------------------------------------------------------
+ *
+ * mover.c
+ *		The mover: moves the eligible rows of one registered table from
+ *		<t>_current to <t>_archive, sorted by the cluster key, on the table
+ *		access method directly:
+ *		1. scan <t>_current and collect the TIDs of eligible rows, one batch
+ *		   at a time (the threshold: distinct keys x rows per page);
+ *		2. delete each of them without waiting; a row that is being changed
+ *		   or was changed since the scan's snapshot is left for a later run,
+ *		   and only rows actually deleted go on;
+ *		3. sort those rows by the cluster key (tuplesort);
+ *		4. append them to <t>_archive with multi-inserts, then insert their
+ *		   index entries, sorted per index (ac_index_sorts_*);
+ *		paced among other writers (ac_throttle).  All of it happens in the
+ *		caller's transaction, so it commits or rolls back as a whole: a row
+ *		is in exactly one of the two tables.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/attmap.h"
+#include "access/heapam.h"
+#include "access/relation.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/transam.h"
+#include "access/tupconvert.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/instrument.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplesort.h"
+#include "utils/typcache.h"
+
+#include "archive_cluster.h"
+#include "compat.h"
+#include "mover.h"
+#include "threshold.h"
+#include "tiers.h"
+
+/* rows handed to table_multi_insert() at a time */
+#define AC_MULTI_INSERT 1000
+
+/* The view column (0-based) of a configured column name; error if gone. */
+static int
+ac_view_column(Relation view, const char *name)
+{
+	int			col = ac_view_column_named(view, name);
+
+	if (col < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of view \"%s\" does not exist",
+						name, RelationGetRelationName(view)),
+				 errhint("The cluster_by and age_column of a registered table must stay columns of its view; rename the column back.")));
+	return col;
+}
+
+/* State of one run of the mover over one table. */
+typedef struct AcMover
+{
+	Relation	cur;
+	Relation	arc;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	AttrMap    *map;			/* columns of archive from current; NULL: same */
+	BulkInsertState bistate;
+	TupleTableSlot *fetchslot;
+	TupleTableSlot *sortslot;
+	TupleTableSlot *slots[AC_MULTI_INSERT];
+	int			nslots;
+	int			nkeys;
+	AttrNumber	sortcols[AC_MAX_CLUSTER_COLS];
+	Oid			sortops[AC_MAX_CLUSTER_COLS];
+	Oid			sortcolls[AC_MAX_CLUSTER_COLS];
+	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
+	CommandId	cid;
+	bool		sorted_indexes; /* index entries sorted per index, see below */
+	Tuplesortstate **isorts;	/* one per index of the archive */
+	ExprState **predicates;		/* of partial indexes */
+	/* pacing by archive_cluster.run_max_wal_rate, see ac_throttle() */
+	int			throttle_calls;
+	FullTransactionId next_xid; /* at the previous check */
+	bool		had_xid;		/* the run's own transaction ID was assigned */
+	TimestampTz others_seen;	/* when others last began writing */
+	bool		pacing;
+	TimestampTz pace_start;
+	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
+	int64		paced_us;		/* time slept */
+} AcMover;
+
+/* how long after the last sign of other writers a run still paces itself */
+#define AC_OTHERS_RECENT_US		1000000
+
+/*
+ * Pace the run while other transactions are writing: a commit has to flush
+ * the WAL written before its commit record, the run's too, so a run writing
+ * hundreds of megabytes in a few seconds makes every concurrent commit wait
+ * (docs/benchmarks.md, target 5).  While other transactions began writing
+ * (took a transaction ID) within the last second, the run sleeps as needed
+ * to keep its own WAL under archive_cluster.run_max_wal_rate; alone, it goes
+ * at full speed.  Called for every row and index entry; looks every 256.
+ */
+static void
+ac_throttle(AcMover *m)
+{
+	FullTransactionId next;
+	TimestampTz now;
+	uint64		assigned;
+	double		ahead_ms;
+
+	if (archive_cluster_run_max_wal_rate <= 0 || ++m->throttle_calls % 256 != 0)
+		return;
+	next = ReadNextFullTransactionId();
+	now = GetCurrentTimestamp();
+	if (m->throttle_calls == 256)
+		assigned = 0;			/* first look: nothing to compare with */
+	else
+		assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(m->next_xid);
+	/* the run's own transaction ID, assigned at its first delete */
+	if (!m->had_xid && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+	{
+		m->had_xid = true;
+		if (assigned > 0)
+			assigned--;
+	}
+	m->next_xid = next;
+	if (assigned > 0)
+		m->others_seen = now;
+
+	if (m->throttle_calls == 256 || now - m->others_seen > AC_OTHERS_RECENT_US)
+	{
+		m->pacing = false;
+		return;
+	}
+	if (!m->pacing)
+	{
+		m->pacing = true;
+		m->pace_start = now;
+		m->pace_wal = pgWalUsage.wal_bytes;
+		return;
+	}
+	ahead_ms = (double) (pgWalUsage.wal_bytes - m->pace_wal) * 1000.0 /
+		(archive_cluster_run_max_wal_rate * 1048576.0) -
+		(double) (now - m->pace_start) / 1000.0;
+	if (ahead_ms >= 1.0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 (long) Min(ahead_ms, 1000.0),
+						 ac_wait_event("ArchiveClusterRunPacing"));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		m->paced_us += GetCurrentTimestamp() - now;
+	}
+}
+
+/*
+ * Index entries of a batch.  With only btree indexes (no exclusion or
+ * deferred constraints), they are sorted per index and inserted in index
+ * order: each index is then walked from left to right, and an index whose
+ * key grows with time (an id, a timestamp) gets its entries appended at its
+ * rightmost page, where btree inserts take a fast path.  Otherwise they are
+ * inserted row by row as an INSERT would.
+ */
+static bool
+ac_can_sort_indexes(ResultRelInfo *rri)
+{
+	int			i;
+
+	for (i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	index = rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (index->rd_rel->relam != BTREE_AM_OID || ii->ii_ExclusionOps != NULL ||
+			!index->rd_index->indimmediate)
+			return false;
+	}
+	return true;
+}
+
+static void
+ac_index_sorts_begin(AcMover *m)
+{
+	int			n = m->rri->ri_NumIndices;
+	int			workmem = Max(maintenance_work_mem / Max(n, 1), 1024);
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		Relation	index = m->rri->ri_IndexRelationDescs[i];
+
+		m->isorts[i] = tuplesort_begin_index_btree(m->arc, index, false, false,
+												   workmem, NULL, TUPLESORT_NONE);
+	}
+}
+
+/* Add the index entries of one appended row to the sorts. */
+static void
+ac_index_sorts_put(AcMover *m, TupleTableSlot *slot)
+{
+	ExprContext *econtext = GetPerTupleExprContext(m->estate);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	int			i;
+
+	econtext->ecxt_scantuple = slot;
+	for (i = 0; i < m->rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = m->rri->ri_IndexRelationInfo[i];
+
+		if (ii->ii_Predicate != NIL)
+		{
+			if (m->predicates[i] == NULL)
+				m->predicates[i] = ExecPrepareQual(ii->ii_Predicate, m->estate);
+			if (!ExecQual(m->predicates[i], econtext))
+				continue;
+		}
+		FormIndexDatum(ii, slot, m->estate, values, isnull);
+		tuplesort_putindextuplevalues(m->isorts[i], m->rri->ri_IndexRelationDescs[i],
+									  &slot->tts_tid, values, isnull);
+	}
+}
+
+/* Insert the sorted entries of each index; unique indexes are checked. */
+static void
+ac_index_sorts_finish(AcMover *m)
+{
+	int			i;
+
+	for (i = 0; i < m->rri->ri_NumIndices; i++)
+	{
+		Relation	index = m->rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = m->rri->ri_IndexRelationInfo[i];
+		TupleDesc	desc = RelationGetDescr(index);
+		IndexTuple	itup;
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+
+		tuplesort_performsort(m->isorts[i]);
+		while ((itup = tuplesort_getindextuple(m->isorts[i], true)) != NULL)
+		{
+			CHECK_FOR_INTERRUPTS();
+			ac_throttle(m);
+			index_deform_tuple(itup, desc, values, isnull);
+			index_insert(index, values, isnull, &itup->t_tid, m->arc,
+						 index->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+						 false, ii);
+		}
+		tuplesort_end(m->isorts[i]);
+		m->isorts[i] = NULL;
+	}
+}
+
+/* Append the buffered slots to the archive, then their index entries. */
+static void
+ac_flush(AcMover *m)
+{
+	int			i;
+
+	if (m->nslots == 0)
+		return;
+	/*
+	 * Skip the free space map: reusing holes left in earlier pages would put
+	 * rows of later keys among those of earlier ones.  Always append.
+	 */
+	table_multi_insert(m->arc, m->slots, m->nslots, m->cid,
+					   TABLE_INSERT_SKIP_FSM, m->bistate);
+	for (i = 0; i < m->nslots; i++)
+	{
+		if (m->rri->ri_NumIndices > 0 && m->sorted_indexes)
+			ac_index_sorts_put(m, m->slots[i]);
+		else if (m->rri->ri_NumIndices > 0)
+		{
+			List	   *recheck = ac_insert_index_tuples(m->rri, m->slots[i], m->estate);
+
+			if (recheck != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("deferrable unique constraints on \"%s\" are not supported",
+								RelationGetRelationName(m->arc))));
+		}
+		ExecClearTuple(m->slots[i]);
+		ResetPerTupleExprContext(m->estate);
+	}
+	m->nslots = 0;
+}
+
+/*
+ * Delete the collected rows from current, sort the ones deleted, append
+ * them to the archive.  Returns the number of rows moved.
+ */
+static int64
+ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
+{
+	Tuplesortstate *sort;
+	int64		moved = 0;
+	int64		i;
+
+	sort = tuplesort_begin_heap(RelationGetDescr(m->cur), m->nkeys, m->sortcols,
+								m->sortops, m->sortcolls, m->nullsfirst,
+								maintenance_work_mem, NULL, TUPLESORT_NONE);
+
+	for (i = 0; i < ntids; i++)
+	{
+		TM_FailureData tmfd;
+		TM_Result	res;
+
+		CHECK_FOR_INTERRUPTS();
+		ac_throttle(m);
+		res = table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
+								 InvalidSnapshot, false, &tmfd, false);
+		if (res != TM_Ok)
+			continue;			/* changed or locked meanwhile: next run */
+		/* the version we just deleted is still there for us to read */
+		if (!table_tuple_fetch_row_version(m->cur, &tids[i], SnapshotAny, m->fetchslot))
+			elog(ERROR, "could not fetch deleted row (%u,%u)",
+				 ItemPointerGetBlockNumber(&tids[i]), ItemPointerGetOffsetNumber(&tids[i]));
+		tuplesort_puttupleslot(sort, m->fetchslot);
+		ExecClearTuple(m->fetchslot);
+		moved++;
+	}
+	ac_pause_point("deleted", 2);
+
+	tuplesort_performsort(sort);
+	if (m->sorted_indexes)
+		ac_index_sorts_begin(m);
+	while (tuplesort_gettupleslot(sort, true, false, m->sortslot, NULL))
+	{
+		TupleTableSlot *dst = m->slots[m->nslots];
+
+		CHECK_FOR_INTERRUPTS();
+		ac_throttle(m);
+		if (m->map)
+			execute_attr_map_slot(m->map, m->sortslot, dst);
+		else
+			ExecCopySlot(dst, m->sortslot);
+		/* constraints added to the archive alone are checked too */
+		if (m->arc->rd_att->constr)
+			ExecConstraints(m->rri, dst, m->estate);
+		if (++m->nslots == AC_MULTI_INSERT)
+			ac_flush(m);
+	}
+	ac_flush(m);
+	tuplesort_end(sort);
+	if (m->sorted_indexes)
+		ac_index_sorts_finish(m);
+	CommandCounterIncrement();
+	return moved;
+}
+
+/*
+ * Move the eligible rows of one registered table, sorted together, in
+ * batches of at most archive_cluster.max_batch_rows rows.  The table is due
+ * when at least "threshold" rows are eligible; with force, any eligible rows
+ * are moved.  Stops after max_batches batches (0: no limit), and then says
+ * in *more_left whether rows were left unseen.
+ */
+int64
+ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
+		int *nbatches, bool *more_left, int64 *paced_us)
+{
+	AcMover		m;
+	Snapshot	snapshot;
+	TableScanDesc scan;
+	TupleTableSlot *scanslot;
+	AttrNumber	ageattno;
+	int64		cutoff;
+	ItemPointerData *tids;
+	int64		ntids = 0;
+	int64		maxtids;
+	int64		batch_rows;
+	int64		moved = 0;
+	Relation	view;
+	int			natts;
+	AttrNumber *curatt;
+	AttrNumber *arcatt;
+	Oid			agetype;
+	bool		identity;
+	int			i;
+
+	memset(&m, 0, sizeof(m));
+	m.cur = table_open(cfg->current, RowExclusiveLock);
+	m.arc = table_open(cfg->archive, RowExclusiveLock);
+	m.cid = GetCurrentCommandId(true);
+	/* a published table needs a replica identity for the deletes, as DELETE does */
+	CheckCmdReplicaIdentity(m.cur, CMD_DELETE);
+
+	/*
+	 * A row goes from the columns of current to those of archive that the
+	 * view reads as the same column: by number, as the view does, not by
+	 * name (tiers.c).
+	 */
+	view = relation_open(cfg->relation, AccessShareLock);
+	natts = RelationGetDescr(view)->natts;
+	curatt = palloc(sizeof(AttrNumber) * natts);
+	arcatt = palloc(sizeof(AttrNumber) * natts);
+	ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+
+	ageattno = curatt[ac_view_column(view, cfg->age_column)];
+	agetype = getBaseType(TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);
+	if (agetype != TIMESTAMPOID && agetype != TIMESTAMPTZOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("age column \"%s\" of view \"%s\" must be of type timestamp or timestamptz",
+						cfg->age_column, RelationGetRelationName(view)),
+				 errdetail("It is of type %s.", format_type_be(agetype)),
+				 errhint("A column of the view was renamed to the age column's name; rename it back.")));
+	cutoff = ac_cutoff_for_type(cfg, agetype);
+
+	m.nkeys = cfg->ncluster;
+	for (i = 0; i < cfg->ncluster; i++)
+	{
+		AttrNumber	attno = curatt[ac_view_column(view, cfg->cluster_by[i])];
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), attno - 1);
+
+		m.sortcols[i] = attno;
+		m.sortops[i] = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR)->lt_opr;
+		m.sortcolls[i] = att->attcollation;
+		m.nullsfirst[i] = false;
+	}
+
+	m.map = make_attrmap(RelationGetDescr(m.arc)->natts);
+	identity = RelationGetDescr(m.arc)->natts == RelationGetDescr(m.cur)->natts;
+	for (i = 0; i < natts; i++)
+	{
+		m.map->attnums[arcatt[i] - 1] = curatt[i];
+		identity &= arcatt[i] == curatt[i];
+	}
+
+	/*
+	 * A column added to both tables after registration (not in the view) goes
+	 * to the archive's column of the same name and type; a column of current
+	 * alone would be lost in the move: refuse.
+	 */
+	for (i = 0; i < RelationGetDescr(m.cur)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), i);
+		AttrNumber	a;
+
+		if (att->attisdropped || ac_view_column_of(curatt, natts, i + 1) >= 0)
+			continue;
+		a = ac_unviewed_counterpart(m.cur, m.arc, arcatt, natts, i + 1);
+		if (a == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of \"%s\" has no counterpart in \"%s\"",
+							NameStr(att->attname), RelationGetRelationName(m.cur),
+							RelationGetRelationName(m.arc)),
+					 errhint("Add the column to the archive table too, or unregister and register the table again.")));
+		m.map->attnums[a - 1] = i + 1;
+		identity &= a == i + 1;
+	}
+	/*
+	 * Rows are copied as they are only when current's layout is archive's,
+	 * as PostgreSQL's own tuple conversion decides: each column maps to
+	 * itself (and has no "missing" default), or both are dropped columns of
+	 * the same length and alignment.
+	 */
+	for (i = 0; identity && i < m.map->maplen; i++)
+	{
+		Form_pg_attribute c = TupleDescAttr(RelationGetDescr(m.cur), i);
+		Form_pg_attribute a = TupleDescAttr(RelationGetDescr(m.arc), i);
+
+		if (c->atthasmissing)
+			identity = false;
+		else if (m.map->attnums[i] == i + 1)
+			continue;
+		else
+			identity = m.map->attnums[i] == 0 && c->attisdropped && a->attisdropped &&
+				c->attlen == a->attlen && c->attalign == a->attalign;
+	}
+	if (identity)
+	{
+		free_attrmap(m.map);
+		m.map = NULL;
+	}
+	relation_close(view, NoLock);
+
+	m.estate = CreateExecutorState();
+	m.rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(m.rri, m.arc, 0, NULL, 0);
+	ExecOpenIndices(m.rri, false);
+	m.sorted_indexes = ac_can_sort_indexes(m.rri);
+	m.isorts = palloc0(sizeof(Tuplesortstate *) * Max(m.rri->ri_NumIndices, 1));
+	m.predicates = palloc0(sizeof(ExprState *) * Max(m.rri->ri_NumIndices, 1));
+	m.bistate = GetBulkInsertState();
+	m.fetchslot = table_slot_create(m.cur, NULL);
+	m.sortslot = MakeSingleTupleTableSlot(RelationGetDescr(m.cur), &TTSOpsMinimalTuple);
+	for (i = 0; i < AC_MULTI_INSERT; i++)
+		m.slots[i] = table_slot_create(m.arc, NULL);
+
+	batch_rows = Max(threshold, (int64) archive_cluster_max_batch_rows);
+	maxtids = Min(batch_rows, 1024 * 1024);
+	tids = palloc_extended(sizeof(ItemPointerData) * maxtids, MCXT_ALLOC_HUGE);
+
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	scan = table_beginscan(m.cur, snapshot, 0, NULL);
+	scanslot = table_slot_create(m.cur, NULL);
+
+	*nbatches = 0;
+	*more_left = false;
+	for (;;)
+	{
+		bool		more = table_scan_getnextslot(scan, ForwardScanDirection, scanslot);
+
+		CHECK_FOR_INTERRUPTS();
+		if (more)
+		{
+			bool		isnull;
+			Datum		age = slot_getattr(scanslot, ageattno, &isnull);
+
+			if (isnull || DatumGetInt64(age) >= cutoff)
+				continue;
+			if (ntids == maxtids)
+			{
+				maxtids = Min(batch_rows, maxtids * 2);
+				tids = repalloc_huge(tids, sizeof(ItemPointerData) * maxtids);
+			}
+			tids[ntids++] = scanslot->tts_tid;
+			if (ntids < batch_rows)
+				continue;
+		}
+		if (ntids > 0 && (ntids >= threshold || force))
+		{
+			moved += ac_move_batch(&m, tids, ntids, snapshot);
+			(*nbatches)++;
+		}
+		ntids = 0;
+		if (!more)
+			break;
+		if (max_batches > 0 && *nbatches >= max_batches)
+		{
+			*more_left = true;
+			break;
+		}
+	}
+
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	ExecDropSingleTupleTableSlot(scanslot);
+	ExecDropSingleTupleTableSlot(m.fetchslot);
+	ExecDropSingleTupleTableSlot(m.sortslot);
+	for (i = 0; i < AC_MULTI_INSERT; i++)
+		ExecDropSingleTupleTableSlot(m.slots[i]);
+	FreeBulkInsertState(m.bistate);
+	table_finish_bulk_insert(m.arc, TABLE_INSERT_SKIP_FSM);
+	ExecCloseIndices(m.rri);
+	FreeExecutorState(m.estate);
+	pfree(tids);
+	table_close(m.arc, NoLock);
+	table_close(m.cur, NoLock);
+	*paced_us = m.paced_us;
+	return moved;
+}
+

@@ -1,0 +1,165 @@
+/*-------------------------------------------------------------------------
+ *
+ * view_keys.c
+ *		The identity key's uniqueness across the two tables of a registered
+ *		view: each table's unique index sees only its own rows, so a key
+ *		written to one is looked up in the other's key index, with a dirty
+ *		snapshot, waiting for a writer in progress as a unique index does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/relation.h"
+#include "access/relscan.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_operator.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "archive_cluster.h"
+#include "compat.h"
+#include "view_cache.h"
+#include "view_keys.h"
+#include "tiers.h"
+
+/*
+ * Is there a row with these key values in heap?  Scans its key index with a
+ * dirty snapshot, as a unique index does: a row that another transaction is
+ * inserting or deleting is waited for, then looked at again, so that two
+ * transactions writing one new key into the two tables at the same time
+ * cannot both succeed (each writes its row first, then checks the other
+ * table: the second to check sees the first one's row).  NULL keys match
+ * nothing.
+ */
+bool
+ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
+			  Datum *keyv, bool *keyn)
+{
+	Relation	rel;
+	Relation	idx;
+	SnapshotData dirty;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData skeys[INDEX_MAX_KEYS];
+	bool		found;
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		if (keyn[i])
+			return false;
+
+	rel = table_open(heapid, AccessShareLock);
+	idx = index_open(indexid, AccessShareLock);
+	for (i = 0; i < nkeys; i++)
+		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+							   idx->rd_indcollation[i], eqprocs[i], keyv[i]);
+	InitDirtySnapshot(dirty);
+	slot = table_slot_create(rel, NULL);
+	for (;;)
+	{
+		TransactionId xwait;
+
+		CHECK_FOR_INTERRUPTS();
+		scan = ac_index_beginscan(rel, idx, &dirty, nkeys, 0);
+		index_rescan(scan, skeys, nkeys, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, slot);
+		index_endscan(scan);
+		if (!found)
+			break;
+		xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		if (!TransactionIdIsValid(xwait))
+			break;				/* committed and not being deleted */
+		if (dirty.speculativeToken)
+			SpeculativeInsertionWait(dirty.xmin, dirty.speculativeToken);
+		else
+			XactLockTableWait(xwait, rel, &slot->tts_tid, XLTW_InsertIndexUnique);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	/* keep the locks until the end of the transaction, as a scan would */
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
+	return found;
+}
+
+void
+ac_key_violation(const char *viewname, Oid other)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates the row identity of \"%s\"", viewname),
+			 errdetail("A row with the same key is already in %s.", get_rel_name(other))));
+}
+
+/*
+ * The identity key is unique within each table; keep it unique across the
+ * two.  After writing a row with key values keyv into one tier, look for the
+ * key in the other tier: through its key index with a dirty snapshot (see
+ * ac_key_exists), else with the latest snapshot (so that a run or another
+ * writer that committed meanwhile is seen, also under REPEATABLE READ).
+ */
+void
+ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
+					Datum *rowv, bool *rown)
+{
+	Datum		keyv[INDEX_MAX_KEYS];
+	char		keyn[INDEX_MAX_KEYS];
+	bool		found;
+	int			rc;
+	int			i;
+
+	if (OidIsValid(e->keyindex[other_tier]))
+	{
+		bool		keynull[INDEX_MAX_KEYS];
+
+		for (i = 0; i < e->nkeys; i++)
+		{
+			keyv[i] = rowv[e->keycols[i]];
+			keynull[i] = rown[e->keycols[i]];
+		}
+		found = ac_key_exists(other_tier == 0 ? e->current : e->archive,
+							  e->keyindex[other_tier], e->keyeqproc[other_tier],
+							  e->nkeys, keyv, keynull);
+	}
+	else
+	{
+		for (i = 0; i < e->nkeys; i++)
+		{
+			keyv[i] = rowv[e->keycols[i]];
+			keyn[i] = rown[e->keycols[i]] ? 'n' : ' ';
+		}
+		rc = SPI_execute_snapshot(e->tiers[other_tier].exists, keyv, keyn,
+								  GetLatestSnapshot(), InvalidSnapshot,
+								  true, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute_snapshot returned %s", SPI_result_code_string(rc));
+		found = SPI_processed > 0;
+	}
+	if (found)
+		ac_key_violation(RelationGetRelationName(view),
+						 other_tier == 0 ? e->current : e->archive);
+}
+
