@@ -8,6 +8,7 @@ MODULE_big = archive_cluster
 OBJS = \
 	src/archive_cluster.o \
 	src/config.o \
+	src/constraints.o \
 	src/guc.o \
 	src/launcher.o \
 	src/mover.o \
@@ -31,9 +32,9 @@ PGFILEDESC = "archive_cluster - online clustered archiving"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup register dml run unregister errors stats worker hostile_input dangling view_privileges security_attacks security_columns
+REGRESS = setup register dml run unregister errors stats worker hostile_input dangling view_privileges security_attacks security_columns tier_constraints
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
-ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race run_pacing run_lock_hostage
+ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race run_pacing run_lock_hostage register_twice
 TAP_TESTS = 1
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
 

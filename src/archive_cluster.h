@@ -73,7 +73,7 @@ extern char *ac_extension_object(const char *name);
 extern uint64 ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 										 Datum *values, const char *nulls,
 										 int expected);
-extern bool ac_load_config(Oid relation, AcTableConfig *cfg, MemoryContext mcxt);
+extern bool ac_load_config(Oid relation, AcTableConfig *cfg);
 extern List *ac_registered_relations(void);
 extern Oid	ac_registered_view_of(Oid relid);
 extern void ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
@@ -91,6 +91,7 @@ extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 extern void ac_check_owner(Oid relid);
 extern void ac_check_relation_exists(Oid relid);
 extern void ac_pause_point(const char *name, int phase);
+extern void ac_report_caught(ErrorData *edata, int elevel, const char *relname);
 extern Oid	ac_relation_owner(Oid relid);
 extern bool ac_is_key_index(Relation idx);
 extern void ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,

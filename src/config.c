@@ -3,7 +3,10 @@
  * config.c
  *		Reading and writing archive_cluster's own tables: the registered
  *		tables (archive_cluster_config) and the run history
- *		(archive_cluster_run_log).  All callers are connected to SPI.
+ *		(archive_cluster_run_log).  The readers of the configuration
+ *		(ac_load_config, ac_registered_relations) connect to SPI themselves
+ *		and return memory of the caller's context; the other functions
+ *		expect the caller to be connected.
  *
  *		Everyone may read the configuration; writes run as the extension's
  *		owner, with fixed, schema-qualified statements, after the caller's
@@ -123,12 +126,20 @@ ac_config_query(const char *sql, int nargs, Oid *argtypes, Datum *values, long l
 }
 
 /*
- * Load the configuration of the registered view "relation" into *cfg, with
- * strings allocated in mcxt.  Returns false when it is not registered.
+ * Load the configuration of the registered view "relation" into *cfg.
+ * Returns false when it is not registered.
+ *
+ * This is the one way to read a configuration.  It connects to SPI itself
+ * and allocates everything it returns in the memory context current at the
+ * call, so the result outlives the SPI connection it was read with: call it
+ * before connecting to SPI (or while connected, to use the result only
+ * until SPI_finish, like anything else palloc'd then).
  */
 bool
-ac_load_config(Oid relation, AcTableConfig *cfg, MemoryContext mcxt)
+ac_load_config(Oid relation, AcTableConfig *cfg)
 {
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext oldcxt;
 	char	   *sql;
 	Oid			argtypes[1] = {REGCLASSOID};
 	Datum		values[1];
@@ -138,66 +149,81 @@ ac_load_config(Oid relation, AcTableConfig *cfg, MemoryContext mcxt)
 	Datum	   *elems;
 	int			nelems;
 	Datum		d;
-	MemoryContext oldcxt;
+	bool		found;
 	int			i;
 
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	sql = psprintf("SELECT current_table, archive_table, cluster_by, age_column,"
 				   " hot_window, batch_rows FROM %s"
 				   " WHERE relation OPERATOR(pg_catalog.=) $1",
 				   ac_extension_object("archive_cluster_config"));
 	values[0] = ObjectIdGetDatum(relation);
-	if (ac_config_query(sql, 1, argtypes, values, 1) == 0)
-		return false;
+	found = ac_config_query(sql, 1, argtypes, values, 1) > 0;
+	if (found)
+	{
+		tup = SPI_tuptable->vals[0];
+		desc = SPI_tuptable->tupdesc;
+		oldcxt = MemoryContextSwitchTo(caller);
 
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	oldcxt = MemoryContextSwitchTo(mcxt);
+		memset(cfg, 0, sizeof(*cfg));
+		cfg->relation = relation;
+		cfg->current = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		cfg->archive = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->relation = relation;
-	cfg->current = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-	cfg->archive = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
+						  TYPALIGN_CHAR, &elems, NULL, &nelems);
+		if (nelems < 1 || nelems > AC_MAX_CLUSTER_COLS)
+			elog(ERROR, "invalid cluster_by in archive_cluster_config");
+		cfg->ncluster = nelems;
+		for (i = 0; i < nelems; i++)
+			cfg->cluster_by[i] = pstrdup(NameStr(*DatumGetName(elems[i])));
 
-	d = SPI_getbinval(tup, desc, 3, &isnull);
-	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
-					  TYPALIGN_CHAR, &elems, NULL, &nelems);
-	if (nelems < 1 || nelems > AC_MAX_CLUSTER_COLS)
-		elog(ERROR, "invalid cluster_by in archive_cluster_config");
-	cfg->ncluster = nelems;
-	for (i = 0; i < nelems; i++)
-		cfg->cluster_by[i] = pstrdup(NameStr(*DatumGetName(elems[i])));
+		d = SPI_getbinval(tup, desc, 4, &isnull);
+		cfg->age_column = pstrdup(NameStr(*DatumGetName(d)));
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		cfg->hot_window = *DatumGetIntervalP(d);
+		d = SPI_getbinval(tup, desc, 6, &isnull);
+		cfg->batch_rows = isnull ? 0 : DatumGetInt64(d);
 
-	d = SPI_getbinval(tup, desc, 4, &isnull);
-	cfg->age_column = pstrdup(NameStr(*DatumGetName(d)));
-	d = SPI_getbinval(tup, desc, 5, &isnull);
-	cfg->hot_window = *DatumGetIntervalP(d);
-	d = SPI_getbinval(tup, desc, 6, &isnull);
-	cfg->batch_rows = isnull ? 0 : DatumGetInt64(d);
-
-	MemoryContextSwitchTo(oldcxt);
-	return true;
+		MemoryContextSwitchTo(oldcxt);
+	}
+	SPI_finish();
+	return found;
 }
 
-/* OIDs of all registered views, in registration order. */
+/*
+ * OIDs of all registered views, in registration order, in a list allocated
+ * in the caller's memory context (see ac_load_config).
+ */
 List *
 ac_registered_relations(void)
 {
+	MemoryContext caller = CurrentMemoryContext;
 	List	   *result = NIL;
 	char	   *sql;
 	uint64		i;
 
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	sql = psprintf("SELECT relation FROM %s ORDER BY registered_at, relation::pg_catalog.oid",
 				   ac_extension_object("archive_cluster_config"));
 	(void) ac_config_query(sql, 0, NULL, NULL, 0);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
+		Oid			relation;
+		MemoryContext oldcxt;
 
-		result = lappend_oid(result,
-							 DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															SPI_tuptable->tupdesc,
-															1, &isnull)));
+		relation = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc,
+												  1, &isnull));
+		oldcxt = MemoryContextSwitchTo(caller);
+		result = lappend_oid(result, relation);
+		MemoryContextSwitchTo(oldcxt);
 	}
+	SPI_finish();
 	return result;
 }
 

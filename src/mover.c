@@ -63,6 +63,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "constraints.h"
 #include "mover.h"
 #include "threshold.h"
 #include "tiers.h"
@@ -401,6 +402,7 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int64		batch_rows;
 	int64		moved = 0;
 	Relation	view;
+	char	   *viewname;
 	int			natts;
 	AttrNumber *curatt;
 	AttrNumber *arcatt;
@@ -414,6 +416,11 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	m.cid = GetCurrentCommandId(true);
 	/* a published table needs a replica identity for the deletes, as DELETE does */
 	CheckCmdReplicaIdentity(m.cur, CMD_DELETE);
+	/* constraints added since registration that a run cannot keep */
+	viewname = get_rel_name(cfg->relation);
+	ac_check_referencing_keys(m.cur, viewname, false);
+	ac_check_unique_indexes(m.cur, viewname, false);
+	ac_check_unique_indexes(m.arc, viewname, false);
 
 	/*
 	 * A row goes from the columns of current to those of archive that the

@@ -46,6 +46,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "constraints.h"
 #include "tiers.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_register);
@@ -246,19 +247,8 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 				 errmsg("table \"%s\" has no primary key or NOT NULL unique index", relname),
 				 errhint("UPDATE and DELETE through the view find rows by such a key; add a primary key.")));
 
-	ac_catalog_query("SELECT c.conname::pg_catalog.text, c.conrelid::pg_catalog.regclass::pg_catalog.text"
-					 " FROM pg_catalog.pg_constraint c"
-					 " WHERE c.contype OPERATOR(pg_catalog.=) 'f'"
-					 " AND c.confrelid OPERATOR(pg_catalog.=) $1"
-					 " ORDER BY 1 LIMIT 1", relid, 1);
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot register table \"%s\" because foreign key \"%s\" on %s references it",
-						relname,
-						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
-						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
-				 errhint("A foreign key cannot reference a view; drop the foreign key first.")));
+	ac_check_unique_indexes(rel, relname, true);
+	ac_check_referencing_keys(rel, relname, true);
 
 	ac_catalog_query("SELECT CASE WHEN d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
 					 " THEN 'view ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::pg_catalog.text"
@@ -599,10 +589,23 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 				 errmsg("relation \"%s\" is already registered with archive_cluster",
 						get_rel_name(relid)),
 				 viewid != relid ?
-				 errdetail("It belongs to the registered table %s.", get_rel_name(viewid)) : 0));
+				 errdetail("It belongs to the registered table \"%s\".", get_rel_name(viewid)) : 0));
 	ac_check_owner(relid);
 
 	ac_lock_with_retries(relid, timeout_ms, retries);
+
+	/*
+	 * Again under the lock: a registration of this table that committed
+	 * while we waited has made it <t>_current of a registered view.
+	 */
+	viewid = ac_registered_view_of(relid);
+	if (OidIsValid(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("relation \"%s\" is already registered with archive_cluster",
+						get_rel_name(relid)),
+				 viewid != relid ?
+				 errdetail("It belongs to the registered table \"%s\".", get_rel_name(viewid)) : 0));
 
 	rel = table_open(relid, NoLock);
 	ac_check_table(rel, cluster_by, ncluster, age_column);
@@ -726,7 +729,7 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 
-	if (!ac_load_config(relid, &cfg, CurrentMemoryContext))
+	if (!ac_load_config(relid, &cfg))
 	{
 		Oid			viewid = ac_registered_view_of(relid);
 

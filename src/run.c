@@ -93,7 +93,7 @@ ac_still_registered(AcTableConfig *cfg)
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(cfg->current)) ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(cfg->archive)))
 		return false;
-	return ac_load_config(cfg->relation, &now, CurrentMemoryContext) &&
+	return ac_load_config(cfg->relation, &now) &&
 		now.current == cfg->current && now.archive == cfg->archive;
 }
 
@@ -229,7 +229,9 @@ ac_caller(void)
  *
  * With a relation: run that table (errors are raised).  Without: every
  * registered table that the caller owns; an error in one table is
- * reported as a WARNING, recorded, and the others go on.
+ * reported as a WARNING (its own SQLSTATE, message, detail and hint, and a
+ * context line naming the table), recorded, and the others go on.  A query
+ * cancel or statement_timeout is not a table's error: it ends the call.
  */
 Datum
 archive_cluster_run(PG_FUNCTION_ARGS)
@@ -268,7 +270,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 		Oid			relation = PG_GETARG_OID(0);
 
 		ac_check_relation_exists(relation);
-		if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
+		if (!ac_load_config(relation, &cfg))
 		{
 			Oid			viewid = ac_registered_view_of(relation);
 
@@ -295,7 +297,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 			MemoryContext oldcxt = CurrentMemoryContext;
 			ResourceOwner oldowner = CurrentResourceOwner;
 
-			if (!ac_load_config(relation, &cfg, CurrentMemoryContext) ||
+			if (!ac_load_config(relation, &cfg) ||
 				!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relation)))
 				continue;		/* unregistered or dropped meanwhile */
 			if (!ac_class_ownercheck(relation, GetUserId()))
@@ -321,10 +323,10 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 				MemoryContextSwitchTo(oldcxt);
 				CurrentResourceOwner = oldowner;
 
-				ereport(WARNING,
-						(errcode(edata->sqlerrcode),
-						 errmsg("archive run of \"%s\" failed: %s",
-								get_rel_name(relation), edata->message)));
+				/* a cancel or statement_timeout ends the call, as it ends any statement */
+				if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+					ReThrowError(edata);
+				ac_report_caught(edata, WARNING, get_rel_name(relation));
 				res.status = psprintf("error: %s", edata->message);
 				res.rows = 0;
 				res.batches = 0;

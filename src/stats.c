@@ -453,10 +453,7 @@ ac_tiers(Oid relid, const char *keycol, Oid *heaps, int *ntiers)
 	bool		registered;
 	char		relkind = get_rel_relkind(relid);
 
-	SPI_connect();
-	(void) ac_extension_schema();
-	registered = ac_load_config(relid, &cfg, CurrentMemoryContext);
-	SPI_finish();
+	registered = ac_load_config(relid, &cfg);
 
 	if (registered)
 	{
@@ -690,8 +687,6 @@ archive_cluster_buffers(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 
-	SPI_connect();
-	(void) ac_extension_schema();
 	if (PG_ARGISNULL(0))
 		relations = ac_registered_relations();
 	else
@@ -704,7 +699,7 @@ archive_cluster_buffers(PG_FUNCTION_ARGS)
 		Oid			view = lfirst_oid(lc);
 		AcTableConfig cfg;
 
-		if (!ac_load_config(view, &cfg, CurrentMemoryContext))
+		if (!ac_load_config(view, &cfg))
 		{
 			if (PG_ARGISNULL(0))
 				continue;		/* unregistered meanwhile */
@@ -717,7 +712,6 @@ archive_cluster_buffers(PG_FUNCTION_ARGS)
 		targets = ac_buffer_targets(targets, view, "current", cfg.current, cfg.cluster_by[0]);
 		targets = ac_buffer_targets(targets, view, "archive", cfg.archive, cfg.cluster_by[0]);
 	}
-	SPI_finish();
 
 	/* one pass over the buffer headers, each read under its spinlock */
 	for (i = 0; i < NBuffers; i++)

@@ -312,13 +312,11 @@ archive_cluster_table_state(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 
 	ac_check_relation_exists(relation);
-	SPI_connect();
-	if (!ac_load_config(relation, &cfg, CurrentMemoryContext))
+	if (!ac_load_config(relation, &cfg))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("relation \"%s\" is not registered with archive_cluster",
 						get_rel_name(relation))));
-	SPI_finish();
 
 	if (pg_class_aclcheck(relation, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 	{

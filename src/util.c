@@ -242,6 +242,34 @@ ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms)
 	return locked;
 }
 
+/* error context callback of ac_report_caught */
+static void
+ac_run_error_context(void *arg)
+{
+	errcontext("archive run of table \"%s\"", (const char *) arg);
+}
+
+/*
+ * Report an error caught during the run of table relname again, at elevel
+ * (WARNING or LOG), as it was raised: its SQLSTATE, message, detail, hint
+ * and context, plus a context line naming the table.  Never nests the
+ * message inside one of ours.  Needs no transaction.
+ */
+void
+ac_report_caught(ErrorData *edata, int elevel, const char *relname)
+{
+	ErrorContextCallback callback;
+
+	Assert(elevel < ERROR);
+	callback.callback = ac_run_error_context;
+	callback.arg = unconstify(char *, relname ? relname : "?");
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	edata->elevel = elevel;
+	ThrowErrorData(edata);
+	error_context_stack = callback.previous;
+}
+
 /* the first key of the test hook's advisory locks (1094930497) */
 #define AC_PAUSE_LOCK_KEY 0x41435041
 

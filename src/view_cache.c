@@ -390,7 +390,7 @@ ac_trigger_entry(Relation view)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	if (!ac_load_config(viewid, &cfg, CurrentMemoryContext))
+	if (!ac_load_config(viewid, &cfg))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("view \"%s\" is not registered with archive_cluster",

@@ -45,6 +45,8 @@ PGDLLEXPORT void archive_cluster_worker_main(Datum main_arg);
 
 /* outlives the transactions of a cycle */
 static MemoryContext ac_cycle_cxt = NULL;
+/* PortalContext of the worker's VACUUMs (ac_worker_vacuum) */
+static MemoryContext ac_vacuum_cxt = NULL;
 
 /*
  * The first cycle of a worker looks at every table: the cumulative
@@ -192,7 +194,10 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
  * indexes still point at every moved row, and a reader of the view visits
  * those rows' heap pages (autovacuum would come later, and a run can empty
  * most of the table at once).  As VACUUM does, in transactions of its own;
- * an error is logged only.
+ * an error is logged only.  VACUUM keeps its working memory under
+ * PortalContext, as it does under autovacuum: here a context of the worker's
+ * own, emptied after each VACUUM, failed or not (without one, a failed
+ * VACUUM's memory would hang off no context and be lost).
  */
 static void
 ac_worker_vacuum(Oid current)
@@ -216,6 +221,7 @@ ac_worker_vacuum(Oid current)
 			stmt->options = list_make1(makeDefElem("skip_locked", (Node *) makeBoolean(true), -1));
 			stmt->rels = list_make1(makeVacuumRelation(makeRangeVar(nspname, relname, -1),
 													   current, NIL));
+			PortalContext = ac_vacuum_cxt;
 			ExecVacuum(make_parsestate(NULL), stmt, true);
 		}
 		CommitTransactionCommand();
@@ -226,6 +232,8 @@ ac_worker_vacuum(Oid current)
 		ac_log_error_and_abort();
 	}
 	PG_END_TRY();
+	PortalContext = NULL;
+	MemoryContextReset(ac_vacuum_cxt);
 }
 
 /*
@@ -265,7 +273,7 @@ ac_worker_table(Oid relation)
 			ac_begin("archive_cluster: checking a table");
 			name = get_rel_name(relation);
 			/* a configuration row left by a drop (event triggers off): skip */
-			if (name != NULL && ac_load_config(relation, &cfg, CurrentMemoryContext))
+			if (name != NULL && ac_load_config(relation, &cfg))
 			{
 				relname = MemoryContextStrdup(ac_cycle_cxt, name);
 				ac_compute_threshold(&cfg, &th);
@@ -295,16 +303,11 @@ ac_worker_table(Oid relation)
 			if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 			{
 				/* a lock held for long elsewhere: next time, no failure */
-				ereport(LOG,
-						(errmsg("archive_cluster: skipping \"%s\" until the next cycle: %s",
-								relname ? relname : "?", edata->message)));
+				ac_report_caught(edata, LOG, relname);
 			}
 			else
 			{
-				ereport(WARNING,
-						(errcode(edata->sqlerrcode),
-						 errmsg("archive_cluster: archive run of \"%s\" failed: %s",
-								relname ? relname : "?", edata->message)));
+				ac_report_caught(edata, WARNING, relname);
 				ac_worker_record_error(relation, started, edata->message);
 				ac_backoff_failed(relation);
 			}
@@ -395,6 +398,8 @@ archive_cluster_worker_main(Datum main_arg)
 	pgstat_report_appname("archive_cluster worker");
 	ac_cycle_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster worker",
 										 ALLOCSET_DEFAULT_SIZES);
+	ac_vacuum_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster vacuum",
+										  ALLOCSET_DEFAULT_SIZES);
 	wait_event = ac_wait_event("ArchiveClusterWorkerMain");
 	ac_worker_set_lock_timeout();
 
