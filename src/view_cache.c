@@ -411,6 +411,8 @@ ac_trigger_entry(Relation view)
 	e->typlens = MemoryContextAllocZero(e->mcxt, sizeof(int16) * e->natts);
 	e->typbyvals = MemoryContextAllocZero(e->mcxt, sizeof(bool) * e->natts);
 
+	e->always_col = -1;
+
 	cur = table_open(cfg.current, RowExclusiveLock);
 	arc = table_open(cfg.archive, RowExclusiveLock);
 
@@ -440,6 +442,8 @@ ac_trigger_entry(Relation view)
 		if (catt->attidentity)
 			e->identity_seq[i] = ac_identity_sequence(cur, ca);
 		e->arc_settable[i] = !aatt->attgenerated;
+		if (e->always_identity[i])
+			e->always_col = i;	/* a table has one identity column at most */
 		any_always |= e->always_identity[i];
 	}
 

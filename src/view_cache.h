@@ -34,6 +34,8 @@ typedef struct AcTriggerEntry
 	bool		*cur_settable;	/* per view column: SET in UPDATE of current */
 	bool		*arc_settable;	/* per view column: SET in UPDATE of archive */
 	bool		*always_identity;	/* per view column */
+	int			always_col;		/* the GENERATED ALWAYS identity column (view
+								 * column index), or -1 */
 	Oid		   *identity_seq;	/* per view column: current's identity sequence */
 	Oid		   *types;
 	int16	   *typlens;
