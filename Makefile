@@ -23,6 +23,7 @@ OBJS = \
 	src/view_buffer.o \
 	src/view_cache.o \
 	src/view_direct.o \
+	src/view_identity.o \
 	src/view_keys.o \
 	src/worker.o
 

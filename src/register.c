@@ -388,8 +388,14 @@ ac_copy_grants(Oid from, Oid to)
 	ac_set_acl(to, 0, acl, isnull);
 	ReleaseSysCache(tup);
 
+	/*
+	 * A copy of the column list: ac_set_acl changes the catalogs, and the
+	 * invalidations it processes may rebuild the relcache entry of "from",
+	 * freeing the descriptor a loop over RelationGetDescr() would be reading.
+	 */
 	rel = table_open(from, NoLock);
-	desc = RelationGetDescr(rel);
+	desc = CreateTupleDescCopy(RelationGetDescr(rel));
+	table_close(rel, NoLock);
 	for (i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -407,7 +413,7 @@ ac_copy_grants(Oid from, Oid to)
 			ac_set_acl(to, toattnum, acl, false);
 		ReleaseSysCache(tup);
 	}
-	table_close(rel, NoLock);
+	FreeTupleDesc(desc);
 	CommandCounterIncrement();
 }
 
