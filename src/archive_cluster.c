@@ -8,7 +8,9 @@
  *		and <t>_archive (older rows, appended in batches sorted by a cluster
  *		key).  See register.c, triggers.c and run.c; with the library in
  *		shared_preload_libraries, a launcher and one worker per database
- *		archive by themselves (launcher.c, worker.c).
+ *		archive by themselves (launcher.c, worker.c).  Row locks through a
+ *		registered view are refused in any session that loaded the library
+ *		(row_locks.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +20,7 @@
 #include "miscadmin.h"
 
 #include "archive_cluster.h"
+#include "row_locks.h"
 
 PG_MODULE_MAGIC;
 
@@ -27,6 +30,8 @@ void
 _PG_init(void)
 {
 	ac_define_gucs();
+	/* in every session that loads the library, preloaded or not */
+	ac_row_locks_install();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		ac_shmem_init_hooks();

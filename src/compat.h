@@ -18,8 +18,11 @@
 #include "access/genam.h"
 #include "access/tableam.h"
 #include "catalog/dependency.h"
+#include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "parser/parsetree.h"
 #include "pgstat.h"
 #include "storage/buf_internals.h"
 #include "utils/acl.h"
@@ -145,5 +148,32 @@ typedef bool AcUpdateIndexes;
 #define ac_insert_index_tuples_update(rri, slot, estate, summarizing) \
 	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
 #endif
+
+/*
+ * The view that the rewriter expanded into a subquery range table entry, or
+ * InvalidOid.  The entry keeps the view's OID since 16, and in the later
+ * minor releases of 15 too (15.20 does), even once the planner has pulled
+ * the subquery up.  Older releases of 15 clear it, but the view's query
+ * holds the view itself as its OLD entry (first in its range table, not in
+ * FROM, which no other subquery has) until the planner pulls it up.
+ */
+static inline Oid
+ac_expanded_view(RangeTblEntry *rte)
+{
+	if (rte->rtekind != RTE_SUBQUERY)
+		return InvalidOid;
+	if (OidIsValid(rte->relid))
+		return rte->relid;
+#if PG_VERSION_NUM < 160000
+	if (rte->subquery != NULL && list_length(rte->subquery->rtable) >= PRS2_OLD_VARNO)
+	{
+		RangeTblEntry *old = rt_fetch(PRS2_OLD_VARNO, rte->subquery->rtable);
+
+		if (old->rtekind == RTE_RELATION && old->relkind == RELKIND_VIEW && !old->inFromCl)
+			return old->relid;
+	}
+#endif
+	return InvalidOid;
+}
 
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */
