@@ -19,6 +19,11 @@ CREATE EXTENSION IF NOT EXISTS btree_gist;
 ALTER TABLE u ADD CONSTRAINT u_excl EXCLUDE USING gist (cid WITH =, ts WITH <>);
 SELECT try($$SELECT archive_cluster_register('tc.u', cluster_by => '{cid,ts}', age_column => 'ts')$$);
 ALTER TABLE u DROP CONSTRAINT u_excl;
+-- a unique index on the identity's column compared another way (here
+-- another collation) is not implied by the identity: refused
+CREATE TABLE k (code text PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
+CREATE UNIQUE INDEX k_code_c ON k (code COLLATE "C");
+SELECT try($$SELECT archive_cluster_register('tc.k', cluster_by => '{cid,ts}', age_column => 'ts')$$);
 -- a unique index on a superset of the identity's columns is unique whenever
 -- the identity is: accepted
 CREATE UNIQUE INDEX u_email_id ON u (email, id);

@@ -20,9 +20,11 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/stratnum.h"
 #include "access/htup_details.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
 #include "commands/trigger.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -31,20 +33,49 @@
 #include "archive_cluster.h"
 #include "constraints.h"
 
-/* Does the index's key contain every column of the row identity? */
+/*
+ * Does the index (its pg_index row) have every column of the row identity
+ * in its key, compared with the identity's equality operator and the
+ * column's collation?  Then it is unique whenever the identity is.  (A key
+ * column compared more coarsely, say case-insensitively, is not.)
+ */
 static bool
-ac_covers_identity(Relation idx, const AttrNumber *keys, int nkeys)
+ac_covers_identity(Relation rel, HeapTuple indextup, const AttrNumber *keys,
+				   const Oid *eqops, int nkeys)
 {
-	Form_pg_index ix = idx->rd_index;
+	Form_pg_index ix = (Form_pg_index) GETSTRUCT(indextup);
+	oidvector  *indclass;
+	oidvector  *indcollation;
+	Datum		d;
+	bool		isnull;
 	int			i,
 				j;
 
+	d = SysCacheGetAttr(INDEXRELID, indextup, Anum_pg_index_indclass, &isnull);
+	Assert(!isnull);
+	indclass = (oidvector *) DatumGetPointer(d);
+	d = SysCacheGetAttr(INDEXRELID, indextup, Anum_pg_index_indcollation, &isnull);
+	Assert(!isnull);
+	indcollation = (oidvector *) DatumGetPointer(d);
+
 	for (i = 0; i < nkeys; i++)
 	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), keys[i] - 1);
 		bool		found = false;
 
 		for (j = 0; j < ix->indnkeyatts && !found; j++)
-			found = ix->indkey.values[j] == keys[i];
+		{
+			Oid			opfamily;
+			Oid			opcintype;
+
+			if (ix->indkey.values[j] != keys[i] ||
+				indcollation->values[j] != att->attcollation)
+				continue;
+			opfamily = get_opclass_family(indclass->values[j]);
+			opcintype = get_opclass_input_type(indclass->values[j]);
+			found = get_opfamily_member(opfamily, opcintype, opcintype,
+										BTEqualStrategyNumber) == eqops[i];
+		}
 		if (!found)
 			return false;
 	}
@@ -54,7 +85,9 @@ ac_covers_identity(Relation idx, const AttrNumber *keys, int nkeys)
 /*
  * Error out if rel (the table being registered, or a tier of the registered
  * table "tablename" before a run) has a unique index or exclusion
- * constraint that only holds within the tier.
+ * constraint that only holds within the tier.  Reads pg_index through the
+ * syscache, without locking the indexes: a run waits a bounded time for its
+ * tables' locks only.
  */
 void
 ac_check_unique_indexes(Relation rel, const char *tablename, bool registering)
@@ -67,28 +100,54 @@ ac_check_unique_indexes(Relation rel, const char *tablename, bool registering)
 
 	foreach(lc, indexes)
 	{
-		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index ix = idx->rd_index;
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	indextup;
+		Form_pg_index ix;
+		bool		exclusion;
 		bool		refused;
+		char	   *indexname;
 
-		refused = ix->indisexclusion ||
-			(ix->indisunique && (nkeys == 0 || !ac_covers_identity(idx, keys, nkeys)));
-		if (refused)
+		indextup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(indextup))
+			elog(ERROR, "cache lookup failed for index %u", indexoid);
+		ix = (Form_pg_index) GETSTRUCT(indextup);
+		exclusion = ix->indisexclusion;
+		refused = exclusion ||
+			(ix->indisunique &&
+			 (nkeys == 0 || !ac_covers_identity(rel, indextup, keys, eqops, nkeys)));
+		ReleaseSysCache(indextup);
+		if (!refused)
+			continue;
+
+		indexname = get_rel_name(indexoid);
+		if (registering && exclusion)
 			ereport(ERROR,
-					(errcode(registering ? ERRCODE_FEATURE_NOT_SUPPORTED :
-							 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 registering ?
-					 errmsg("cannot register table \"%s\" because of %s \"%s\"",
-							tablename,
-							ix->indisexclusion ? "exclusion constraint" : "unique index",
-							RelationGetRelationName(idx)) :
-					 errmsg("cannot archive rows of \"%s\" because of %s \"%s\" on \"%s\"",
-							tablename,
-							ix->indisexclusion ? "exclusion constraint" : "unique index",
-							RelationGetRelationName(idx), RelationGetRelationName(rel)),
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot register table \"%s\" because of exclusion constraint \"%s\"",
+							tablename, indexname),
+					 errdetail("An exclusion constraint would hold within the current and the archive table alone, not across them."),
+					 errhint("Drop the constraint first.")));
+		else if (registering)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot register table \"%s\" because of unique index \"%s\"",
+							tablename, indexname),
 					 errdetail("archive_cluster keeps only the row identity unique across the current and archive tables; this index would hold within each table alone."),
-					 errhint("Drop the index or its constraint, or make its columns include the row identity's.")));
-		index_close(idx, AccessShareLock);
+					 errhint("Drop the index or its constraint first, or include the row identity's columns in it.")));
+		else if (exclusion)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot archive rows of \"%s\" because of exclusion constraint \"%s\" on \"%s\"",
+							tablename, indexname, RelationGetRelationName(rel)),
+					 errdetail("An exclusion constraint would hold within the current and the archive table alone, not across them."),
+					 errhint("Drop the constraint.")));
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot archive rows of \"%s\" because of unique index \"%s\" on \"%s\"",
+							tablename, indexname, RelationGetRelationName(rel)),
+					 errdetail("archive_cluster keeps only the row identity unique across the current and archive tables; this index would hold within each table alone."),
+					 errhint("Drop the index or its constraint, or include the row identity's columns in it.")));
 	}
 	list_free(indexes);
 }

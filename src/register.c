@@ -602,8 +602,10 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 
 	/*
 	 * Again under the lock: a registration of this table that committed
-	 * while we waited has made it <t>_current of a registered view.
+	 * while we waited has made it <t>_current of a registered view, and an
+	 * ALTER TABLE ... OWNER TO may have given it to another role.
 	 */
+	ac_check_owner(relid);
 	viewid = ac_registered_view_of(relid);
 	if (OidIsValid(viewid))
 		ereport(ERROR,
@@ -744,7 +746,7 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 				 errmsg("relation \"%s\" is not registered with archive_cluster",
 						get_rel_name(relid)),
 				 OidIsValid(viewid) ?
-				 errhint("Pass the registered view %s instead.", get_rel_name(viewid)) : 0));
+				 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) : 0));
 	}
 	ac_check_owner(relid);
 	ac_check_owner(cfg.current);
@@ -753,6 +755,10 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	ac_lock_with_retries(relid, timeout_ms, retries);
 	ac_lock_with_retries(cfg.current, timeout_ms, retries);
 	ac_lock_with_retries(cfg.archive, timeout_ms, retries);
+	/* again under the locks: the owner may have changed while we waited */
+	ac_check_owner(relid);
+	ac_check_owner(cfg.current);
+	ac_check_owner(cfg.archive);
 
 	relname = pstrdup(get_rel_name(relid));
 	qrel = ac_qualified_name(relid);

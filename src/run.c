@@ -279,7 +279,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 					 errmsg("relation \"%s\" is not registered with archive_cluster",
 							get_rel_name(relation)),
 					 OidIsValid(viewid) ?
-					 errhint("Pass the registered view %s instead.", get_rel_name(viewid)) :
+					 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) :
 					 errhint("Register it first with archive_cluster_register().")));
 		}
 		ac_check_owner(relation);

@@ -194,10 +194,11 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
  * indexes still point at every moved row, and a reader of the view visits
  * those rows' heap pages (autovacuum would come later, and a run can empty
  * most of the table at once).  As VACUUM does, in transactions of its own;
- * an error is logged only.  VACUUM keeps its working memory under
- * PortalContext, as it does under autovacuum: here a context of the worker's
- * own, emptied after each VACUUM, failed or not (without one, a failed
- * VACUUM's memory would hang off no context and be lost).
+ * an error is logged only.  The statement, and VACUUM's working memory
+ * (under PortalContext), live in a context of the worker's own, as under
+ * autovacuum, emptied after each VACUUM, failed or not: VACUUM commits the
+ * transaction the statement was built in, and without a PortalContext a
+ * failed VACUUM's memory would hang off no context and be lost.
  */
 static void
 ac_worker_vacuum(Oid current)
@@ -209,6 +210,11 @@ ac_worker_vacuum(Oid current)
 
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
+		/*
+		 * The statement must outlive this transaction: VACUUM commits it and
+		 * reads the relation it was given in transactions of its own.
+		 */
+		MemoryContextSwitchTo(ac_vacuum_cxt);
 		nspname = get_namespace_name(get_rel_namespace(current));
 		relname = get_rel_name(current);
 		if (nspname != NULL && relname != NULL)
@@ -233,6 +239,7 @@ ac_worker_vacuum(Oid current)
 	}
 	PG_END_TRY();
 	PortalContext = NULL;
+	MemoryContextSwitchTo(TopMemoryContext);
 	MemoryContextReset(ac_vacuum_cxt);
 }
 
@@ -324,9 +331,11 @@ ac_worker_table(Oid relation)
 			double		secs = (res.finished - res.started) / 1000000.0;
 
 			ereport(LOG,
-					(errmsg("archive_cluster: archived %lld rows of \"%s\" in %d batch(es), %.3f s (%.0f rows/s)",
-							(long long) res.rows, relname, res.batches, secs,
-							secs > 0 ? res.rows / secs : 0)));
+					(errmsg_plural("archive_cluster: archived %lld rows of \"%s\" in %d batch, %.3f s (%.0f rows/s)",
+								   "archive_cluster: archived %lld rows of \"%s\" in %d batches, %.3f s (%.0f rows/s)",
+								   res.batches,
+								   (long long) res.rows, relname, res.batches, secs,
+								   secs > 0 ? res.rows / secs : 0)));
 		}
 		if (!res.more)
 			break;

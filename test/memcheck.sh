@@ -41,13 +41,38 @@ tar -C "$top" --exclude=.git --exclude=.pg18 -cf - . | tar -C "$work" -xf -
 rm -rf "$work/results" "$work/output_iso" "$work/tmp_check" "$work/tmp_check_iso"
 chown -R postgres: "$work"
 
+# The regression and the isolation suite each start a server of their own
+# (tmp_check, tmp_check_iso): run them side by side, one per core.
 echo "== memcheck: regression and isolation tests under valgrind (PostgreSQL 15)"
-rc=0
-runuser -u postgres -- env AC_MEMCHECK_DIR="$vg" AC_MEMCHECK_LOGS="$vg/logs" \
-	AC_MEMCHECK_POSTGRES="$bindir/postgres" PGCTLTIMEOUT=600 \
-	make -C "$work" -s PG_CONFIG="$PG_CONFIG" installcheck TAP_TESTS= \
-	EXTRA_REGRESS_OPTS="--bindir=$vg/bin" > "$work/memcheck.log" 2>&1 || rc=$?
+suite() {			# suite NAME REGRESS ISOLATION
+	mkdir -p "$vg/logs/$1"
+	chown postgres: "$vg/logs/$1"
+	runuser -u postgres -- env AC_MEMCHECK_DIR="$vg" AC_MEMCHECK_LOGS="$vg/logs/$1" \
+		AC_MEMCHECK_POSTGRES="$bindir/postgres" PGCTLTIMEOUT=600 \
+		make -C "$work" -s PG_CONFIG="$PG_CONFIG" installcheck TAP_TESTS= \
+		REGRESS="$2" ISOLATION="$3" EXTRA_REGRESS_OPTS="--bindir=$vg/bin" \
+		> "$work/memcheck-$1.log" 2>&1
+}
+makevar() {			# the value of a variable of the Makefile
+	make -C "$top" -s --no-print-directory PG_CONFIG="$PG_CONFIG" -f Makefile -f - print-$1 <<'MK'
+print-%:
+	@echo $($*)
+MK
+}
+regress=$(makevar REGRESS)
+isolation=$(makevar ISOLATION)
+started=$(date +%s)
+rc_r=0
+rc_i=0
+suite regress "$regress" "" &
+pid_r=$!
+suite isolation "" "$isolation" &
+pid_i=$!
+wait $pid_r || rc_r=$?
+wait $pid_i || rc_i=$?
+cat "$work/memcheck-regress.log" "$work/memcheck-isolation.log" > "$work/memcheck.log"
 cat "$work/memcheck.log"
+echo "== memcheck: suites took $(( $(date +%s) - started )) s"
 for d in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
 	if [ -f "$d" ]; then
 		echo "== $d"
@@ -57,12 +82,12 @@ done
 
 passed=$(grep -cE '^(test| ) *[a-z_0-9]+ +\.\.\. ok' "$work/memcheck.log" || true)
 failed=$(grep -cE '\.\.\. FAILED|diff command failed' "$work/memcheck.log" || true)
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+if [ $((rc_r + rc_i)) -ne 0 ] && [ "$failed" -eq 0 ]; then
 	failed=1
 fi
 
 # One log per process; a report lies between the markers.
-reported=$(grep -l 'AC-MEMCHECK-BEGIN' "$vg"/logs/*.log 2>/dev/null || true)
+reported=$(grep -l 'AC-MEMCHECK-BEGIN' "$vg"/logs/*/*.log 2>/dev/null || true)
 nreported=$(echo -n "$reported" | grep -c . || true)
 if [ "$nreported" -gt 0 ]; then
 	echo "== memcheck: $nreported server processes reported memory errors"

