@@ -273,6 +273,21 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 				 errhint("Drop the dependent objects, register the table, then create them again on the view.")));
 }
 
+/* Error out if relid is a registered view or one of its tables. */
+static void
+ac_check_not_registered(Oid relid)
+{
+	Oid			viewid = ac_registered_view_of(relid);
+
+	if (OidIsValid(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("relation \"%s\" is already registered with archive_cluster",
+						get_rel_name(relid)),
+				 viewid != relid ?
+				 errdetail("It belongs to the registered table \"%s\".", get_rel_name(viewid)) : 0));
+}
+
 /* name || suffix, checked for length and for collisions in namespace nsp */
 static char *
 ac_derived_name(const char *relname, const char *suffix, Oid nsp)
@@ -588,14 +603,7 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	viewid = ac_registered_view_of(relid);
-	if (OidIsValid(viewid))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("relation \"%s\" is already registered with archive_cluster",
-						get_rel_name(relid)),
-				 viewid != relid ?
-				 errdetail("It belongs to the registered table \"%s\".", get_rel_name(viewid)) : 0));
+	ac_check_not_registered(relid);
 	ac_check_owner(relid);
 
 	ac_lock_with_retries(relid, timeout_ms, retries);
@@ -605,15 +613,8 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	 * while we waited has made it <t>_current of a registered view, and an
 	 * ALTER TABLE ... OWNER TO may have given it to another role.
 	 */
+	ac_check_not_registered(relid);
 	ac_check_owner(relid);
-	viewid = ac_registered_view_of(relid);
-	if (OidIsValid(viewid))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("relation \"%s\" is already registered with archive_cluster",
-						get_rel_name(relid)),
-				 viewid != relid ?
-				 errdetail("It belongs to the registered table \"%s\".", get_rel_name(viewid)) : 0));
 
 	rel = table_open(relid, NoLock);
 	ac_check_table(rel, cluster_by, ncluster, age_column);
