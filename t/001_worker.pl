@@ -129,6 +129,41 @@ $node->append_conf('postgresql.conf', 'archive_cluster.enabled = on');
 $node->reload;
 ok(archived('app', 'off', 30000), 'enabled = on again: archived');
 
+# --- VACUUM's working memory lives in the worker's own context, emptied after
+# each VACUUM.  Without a PortalContext, VACUUM's context had no parent: lost
+# at each failed VACUUM, and missing from a dump of the worker's contexts.  A
+# transaction holding a lock on an index of the current table keeps the
+# worker's VACUUM waiting (it skips a locked table, not a locked index), and
+# the worker's memory contexts are logged meanwhile.
+$node->safe_psql('app', 'ALTER SYSTEM SET archive_cluster.enabled = off');
+$node->reload;
+sleep(3);
+make_table('app', 'vac', 30000);
+my $locker = $node->background_psql('app');
+$locker->query_safe('BEGIN');
+$locker->query_safe('ALTER INDEX vac_cid_ts_idx SET TABLESPACE pg_default');
+$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.enabled');
+$node->reload;
+my $vacuuming = "SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker'
+	AND datname = 'app' AND query = 'archive_cluster: vacuuming a current table' AND wait_event_type = 'Lock'";
+ok($node->poll_query_until('app', "SELECT EXISTS ($vacuuming)"),
+	'the worker VACUUM of vac_current waits for the index lock');
+my $vacuum_pid = $node->safe_psql('app', $vacuuming);
+my $dump_offset = -s $node->logfile;
+$node->safe_psql('app', "SELECT pg_log_backend_memory_contexts($vacuum_pid)");
+$node->wait_for_log(qr/Grand total: /, $dump_offset);
+my ($dump) = slurp_file($node->logfile, $dump_offset);
+my ($ours) = $dump =~ /level: (\d+); archive_cluster vacuum: /;
+ok( defined $ours && $dump =~ /level: $ours; archive_cluster vacuum: [^\n]*\n(?:[^\n]*level: (?!$ours;)\d+; [^\n]*\n)*?[^\n]*level: @{[$ours + 1]}; Vacuum: /,
+	'VACUUM\'s memory context is a child of the worker\'s "archive_cluster vacuum"')
+  or diag($dump);
+$locker->query_safe('COMMIT');
+$locker->quit;
+ok( $node->poll_query_until(
+		'app',
+		"SELECT vacuum_count >= 1 FROM pg_stat_user_tables WHERE relid = 'vac_current'::regclass"),
+	'the VACUUM completes once the index lock is gone');
+
 # --- an error in one table is logged and recorded; the worker goes on with the others
 my $worker_pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'");
