@@ -31,7 +31,12 @@ CREATE TABLE archive_cluster_run_log (
 	started_by text NOT NULL,			-- 'manual' or 'worker'
 	run_as name NOT NULL,
 	error text,
-	paced interval NOT NULL DEFAULT '0'	-- slept for run_max_wal_rate
+	paced interval NOT NULL DEFAULT '0',	-- slept for run_max_wal_rate
+	-- eligible rows the run left in <t>_current: refused by the archive (a
+	-- constraint), or changed or locked by other transactions meanwhile
+	rows_refused bigint NOT NULL DEFAULT 0,
+	rows_busy bigint NOT NULL DEFAULT 0,
+	left_behind text					-- the first of each: key and reason
 );
 -- each run keeps its table's newest archive_cluster.run_log_max_rows rows
 CREATE INDEX archive_cluster_run_log_relation ON archive_cluster_run_log (relation, run_id);
@@ -177,8 +182,11 @@ SELECT run_id,
 	   batches,
 	   started_by,
 	   run_as,
-	   -- errors only for roles that may read the table (not once it is gone)
-	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS TRUE THEN error END AS error
+	   -- errors and keys only for roles that may read the table (not once it is gone)
+	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS TRUE THEN error END AS error,
+	   rows_refused,
+	   rows_busy,
+	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS TRUE THEN left_behind END AS left_behind
 FROM archive_cluster_run_log;
 
 GRANT SELECT ON archive_cluster_tables, archive_cluster_runs TO PUBLIC;

@@ -63,7 +63,8 @@ RESET archive_cluster.max_batch_rows;
 UPDATE archive_cluster_config SET hot_window = '1 hour', batch_rows = NULL WHERE relation = 't'::regclass;
 SELECT (SELECT count(*) FROM t) AS rows, (SELECT count(*) FROM t_current) AS current_rows;
 
--- a CHECK constraint added to the archive alone is enforced by runs
+-- a CHECK constraint added to the archive alone is enforced by runs: the
+-- row stays in t_current, said in a WARNING (sql/run_refused.sql)
 ALTER TABLE t_archive ADD CONSTRAINT archive_only CHECK (pad <> 'forbidden') NOT VALID;
 INSERT INTO t SELECT now() - interval '1 day', 500001, 1, 'forbidden';
 SELECT try($$SELECT * FROM archive_cluster_run('t', force => true)$$);
@@ -95,7 +96,7 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM ix_archive WHERE amount > 50;
 RESET enable_seqscan;
 RESET enable_bitmapscan;
 SELECT count(*) AS partial_expected FROM ix_archive WHERE amount > 50;
--- a duplicate planted in the archive: the unique index refuses the run
+-- a duplicate planted in the archive: the unique index refuses that row
 INSERT INTO ix_archive VALUES (900001, 1, now() - interval '1 day', 'Dup', 1);
 INSERT INTO ix_current VALUES (900001, 1, now() - interval '1 day', 'Dup', 1);
 SELECT try($$SELECT * FROM archive_cluster_run('ix', force => true)$$);

@@ -44,6 +44,23 @@ typedef struct AcRunResult
 	TimestampTz finished;
 } AcRunResult;
 
+/* One row of archive_cluster_run_log (ac_log_run). */
+typedef struct AcRunLog
+{
+	Oid			relation;
+	TimestampTz started;
+	TimestampTz finished;
+	int64		rows;
+	int			batches;
+	int64		paced_us;
+	const char *started_by;
+	Oid			run_as;
+	const char *error;			/* NULL: no error */
+	int64		rows_refused;	/* left in <t>_current: the archive refused them */
+	int64		rows_busy;		/* left in <t>_current: changed or locked meanwhile */
+	const char *left_behind;	/* the first of each, NULL: none */
+} AcRunLog;
+
 /* guc.c */
 extern bool archive_cluster_enabled;
 extern int	archive_cluster_naptime;
@@ -76,9 +93,10 @@ extern uint64 ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtyp
 extern bool ac_load_config(Oid relation, AcTableConfig *cfg);
 extern List *ac_registered_relations(void);
 extern Oid	ac_registered_view_of(Oid relid);
-extern void ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
-					   int64 rows, int batches, int64 paced_us,
-					   const char *started_by, Oid run_as, const char *error);
+extern void ac_log_run(const AcRunLog *log);
+extern void ac_log_run_error(Oid relation, TimestampTz started, const char *started_by,
+							 Oid run_as, const char *error);
+extern bool ac_last_run_refused(Oid relation);
 
 /* register.c */
 extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);

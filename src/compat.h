@@ -40,6 +40,27 @@
 #endif
 
 /*
+ * ExecCheckIndexConstraints() gained a "tupleid" argument (a row to ignore)
+ * in 18; CHECK constraints can be NOT ENFORCED since 18.
+ */
+#if PG_VERSION_NUM >= 180000
+static inline bool
+ac_check_index_constraints(ResultRelInfo *rri, TupleTableSlot *slot, EState *estate,
+						   ItemPointer conflict, List *arbiters)
+{
+	ItemPointerData none;
+
+	ItemPointerSetInvalid(&none);
+	return ExecCheckIndexConstraints(rri, slot, estate, conflict, &none, arbiters);
+}
+#define ac_check_enforced(check) ((check)->ccenforced)
+#else
+#define ac_check_index_constraints(rri, slot, estate, conflict, arbiters) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict), (arbiters))
+#define ac_check_enforced(check) true
+#endif
+
+/*
  * Permission checks on relations: pg_class_ownercheck() became
  * object_ownercheck() in 16.
  */

@@ -260,47 +260,57 @@ ac_registered_view_of(Oid relid)
  * only its share (registering and unregistering again and again included),
  * and the log stays bounded.
  */
+/* a text of the run log, clipped to AC_LOG_ERROR_MAX bytes; NULL stays */
+static void
+ac_log_text(const char *text, Datum *value, char *null)
+{
+	if (text)
+		*value = CStringGetTextDatum(pnstrdup(text, pg_mbcliplen(text, strlen(text),
+																 AC_LOG_ERROR_MAX)));
+	else
+		*null = 'n';
+}
+
 void
-ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
-		   int64 rows, int batches, int64 paced_us, const char *started_by,
-		   Oid run_as, const char *error)
+ac_log_run(const AcRunLog *log)
 {
 	char	   *sql;
-	Oid			argtypes[10] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID, INTERVALOID};
-	Datum		values[10];
-	char		nulls[10] = "          ";
+	Oid			argtypes[13] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID, INTERVALOID,
+	INT8OID, INT8OID, TEXTOID};
+	Datum		values[13];
+	char		nulls[13] = "             ";
 	NameData	runas;
 	Interval   *paced = palloc0(sizeof(Interval));
-	char	   *relname = get_rel_name(relation);
+	char	   *relname = get_rel_name(log->relation);
 
 	sql = psprintf("INSERT INTO %s (relation, relation_name, started_at, finished_at,"
-				   " rows_moved, batches, started_by, run_as, error, paced)"
-				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+				   " rows_moved, batches, started_by, run_as, error, paced,"
+				   " rows_refused, rows_busy, left_behind)"
+				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
 				   ac_extension_object("archive_cluster_run_log"));
-	values[0] = ObjectIdGetDatum(relation);
-	values[1] = CStringGetTextDatum(relname ? ac_qualified_name(relation) : "?");
-	values[2] = TimestampTzGetDatum(started);
-	values[3] = TimestampTzGetDatum(finished);
-	values[4] = Int64GetDatum(rows);
-	values[5] = Int32GetDatum(batches);
-	values[6] = CStringGetTextDatum(started_by);
-	if (OidIsValid(run_as))
+	values[0] = ObjectIdGetDatum(log->relation);
+	values[1] = CStringGetTextDatum(relname ? ac_qualified_name(log->relation) : "?");
+	values[2] = TimestampTzGetDatum(log->started);
+	values[3] = TimestampTzGetDatum(log->finished);
+	values[4] = Int64GetDatum(log->rows);
+	values[5] = Int32GetDatum(log->batches);
+	values[6] = CStringGetTextDatum(log->started_by);
+	if (OidIsValid(log->run_as))
 	{
-		namestrcpy(&runas, GetUserNameFromId(run_as, false));
+		namestrcpy(&runas, GetUserNameFromId(log->run_as, false));
 		values[7] = NameGetDatum(&runas);
 	}
 	else
 		nulls[7] = 'n';
-	if (error)
-		values[8] = CStringGetTextDatum(pnstrdup(error, pg_mbcliplen(error, strlen(error),
-																	  AC_LOG_ERROR_MAX)));
-	else
-		nulls[8] = 'n';
-	paced->time = paced_us;
+	ac_log_text(log->error, &values[8], &nulls[8]);
+	paced->time = log->paced_us;
 	values[9] = IntervalPGetDatum(paced);
+	values[10] = Int64GetDatum(log->rows_refused);
+	values[11] = Int64GetDatum(log->rows_busy);
+	ac_log_text(log->left_behind, &values[12], &nulls[12]);
 
-	ac_exec_as_extension_owner(sql, 10, argtypes, values, nulls, SPI_OK_INSERT);
+	ac_exec_as_extension_owner(sql, 13, argtypes, values, nulls, SPI_OK_INSERT);
 
 	sql = psprintf("DELETE FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"
 				   " AND run_id OPERATOR(pg_catalog.<=) (SELECT run_id FROM %s"
@@ -325,4 +335,49 @@ ac_log_run(Oid relation, TimestampTz started, TimestampTz finished,
 	argtypes[0] = INT4OID;
 	values[0] = Int32GetDatum(archive_cluster_run_log_max_rows);
 	ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/* Record a run that failed with this error. */
+void
+ac_log_run_error(Oid relation, TimestampTz started, const char *started_by,
+				 Oid run_as, const char *error)
+{
+	AcRunLog	log = {0};
+
+	log.relation = relation;
+	log.started = started;
+	log.finished = GetCurrentTimestamp();
+	log.started_by = started_by;
+	log.run_as = run_as;
+	log.error = error;
+	ac_log_run(&log);
+}
+
+/*
+ * Did the last recorded run of this table leave rows that the archive
+ * refused?  Then the next run checks each row before moving it, instead of
+ * failing on the same rows first.  Called connected to SPI.
+ */
+bool
+ac_last_run_refused(Oid relation)
+{
+	char	   *sql;
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	bool		result = false;
+
+	sql = psprintf("SELECT rows_refused OPERATOR(pg_catalog.>) 0 FROM %s"
+				   " WHERE relation OPERATOR(pg_catalog.=) $1 AND error IS NULL"
+				   " ORDER BY run_id DESC LIMIT 1",
+				   ac_extension_object("archive_cluster_run_log"));
+	values[0] = ObjectIdGetDatum(relation);
+	/* the log is the extension owner's (its errors may be anyone's keys) */
+	if (ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_SELECT) == 1)
+	{
+		bool		isnull;
+
+		result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	return result;
 }

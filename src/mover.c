@@ -16,6 +16,12 @@
  *		caller's transaction, so it commits or rolls back as a whole: a row
  *		is in exactly one of the two tables.
  *
+ *		A run whose batch the archive refuses (a constraint of <t>_archive
+ *		alone, a key already archived) is rolled back and done again
+ *		"carefully": each eligible row is checked against the archive's
+ *		constraints first (archive_checks.c), and the refused ones stay in
+ *		<t>_current, counted and described for the caller to report.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -54,6 +60,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -61,6 +68,7 @@
 #include "utils/tuplesort.h"
 #include "utils/typcache.h"
 
+#include "archive_checks.h"
 #include "archive_cluster.h"
 #include "compat.h"
 #include "constraints.h"
@@ -117,6 +125,10 @@ typedef struct AcMover
 	TimestampTz pace_start;
 	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
 	int64		paced_us;		/* time slept */
+	/* careful runs: each eligible row checked against the archive first */
+	AcArchiveChecks *checks;
+	TupleTableSlot *checkslot;
+	AcMoveResult *res;			/* rows left behind are counted here */
 } AcMover;
 
 /* how long after the last sign of other writers a run still paces itself */
@@ -316,6 +328,44 @@ ac_flush(AcMover *m)
 	m->nslots = 0;
 }
 
+/* A row another transaction changed or locked since the scan. */
+static void
+ac_note_busy(AcMover *m, ItemPointer tid, Snapshot snapshot)
+{
+	if (m->res->busy++ == 0 &&
+		table_tuple_fetch_row_version(m->cur, tid, snapshot, m->fetchslot))
+	{
+		m->res->busy_key = ac_row_key(m->cur, m->fetchslot);
+		ExecClearTuple(m->fetchslot);
+	}
+}
+
+/*
+ * Careful runs: does the archive take this row of current (as scanned, the
+ * version a delete will remove)?  A refused row is counted, the first one
+ * described.
+ */
+static bool
+ac_archive_takes(AcMover *m, TupleTableSlot *scanslot)
+{
+	char	   *reason;
+	int			sqlstate;
+
+	if (m->map)
+		execute_attr_map_slot(m->map, scanslot, m->checkslot);
+	else
+		ExecCopySlot(m->checkslot, scanslot);
+	reason = ac_archive_refuses(m->checks, m->checkslot, &sqlstate);
+	if (reason != NULL && m->res->refused++ == 0)
+	{
+		m->res->refused_sqlstate = sqlstate;
+		m->res->refused_key = ac_row_key(m->arc, m->checkslot);
+		m->res->refused_reason = reason;
+	}
+	ExecClearTuple(m->checkslot);
+	return reason == NULL;
+}
+
 /*
  * Delete the collected rows from current, sort the ones deleted, append
  * them to the archive.  Returns the number of rows moved.
@@ -341,7 +391,12 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		res = table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
 								 InvalidSnapshot, false, &tmfd, false);
 		if (res != TM_Ok)
-			continue;			/* changed or locked meanwhile: next run */
+		{
+			/* changed or locked meanwhile: a later run (deleted: gone) */
+			if (res != TM_Deleted)
+				ac_note_busy(m, &tids[i], snapshot);
+			continue;
+		}
 		/* the version we just deleted is still there for us to read */
 		if (!table_tuple_fetch_row_version(m->cur, &tids[i], SnapshotAny, m->fetchslot))
 			elog(ERROR, "could not fetch deleted row (%u,%u)",
@@ -384,11 +439,12 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
  * batches of at most archive_cluster.max_batch_rows rows.  The table is due
  * when at least "threshold" rows are eligible; with force, any eligible rows
  * are moved.  Stops after max_batches batches (0: no limit), and then says
- * in *more_left whether rows were left unseen.
+ * in res->more_left whether rows were left unseen.  Careful: rows the
+ * archive would refuse are left out of the batches.
  */
-int64
-ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
-		int *nbatches, bool *more_left, int64 *paced_us)
+static void
+ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
+			 bool careful, AcMoveResult *res)
 {
 	AcMover		m;
 	Snapshot	snapshot;
@@ -398,9 +454,9 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int64		cutoff;
 	ItemPointerData *tids;
 	int64		ntids = 0;
+	int64		nseen = 0;		/* eligible rows of the batch, refused or not */
 	int64		maxtids;
 	int64		batch_rows;
-	int64		moved = 0;
 	Relation	view;
 	char	   *viewname;
 	int			natts;
@@ -411,6 +467,7 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int			i;
 
 	memset(&m, 0, sizeof(m));
+	m.res = res;
 	m.cur = table_open(cfg->current, RowExclusiveLock);
 	m.arc = table_open(cfg->archive, RowExclusiveLock);
 	m.cid = GetCurrentCommandId(true);
@@ -516,7 +573,13 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	m.estate = CreateExecutorState();
 	m.rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(m.rri, m.arc, 0, NULL, 0);
-	ExecOpenIndices(m.rri, false);
+	/* careful: unique indexes are probed as for ON CONFLICT */
+	ExecOpenIndices(m.rri, careful);
+	if (careful)
+	{
+		m.checks = ac_archive_checks_begin(m.rri, m.estate);
+		m.checkslot = table_slot_create(m.arc, NULL);
+	}
 	m.sorted_indexes = ac_can_sort_indexes(m.rri);
 	m.isorts = palloc0(sizeof(Tuplesortstate *) * Max(m.rri->ri_NumIndices, 1));
 	m.predicates = palloc0(sizeof(ExprState *) * Max(m.rri->ri_NumIndices, 1));
@@ -534,8 +597,6 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	scan = table_beginscan(m.cur, snapshot, 0, NULL);
 	scanslot = table_slot_create(m.cur, NULL);
 
-	*nbatches = 0;
-	*more_left = false;
 	for (;;)
 	{
 		bool		more = table_scan_getnextslot(scan, ForwardScanDirection, scanslot);
@@ -548,26 +609,31 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 
 			if (isnull || DatumGetInt64(age) >= cutoff)
 				continue;
-			if (ntids == maxtids)
+			nseen++;
+			if (m.checks == NULL || ac_archive_takes(&m, scanslot))
 			{
-				maxtids = Min(batch_rows, maxtids * 2);
-				tids = repalloc_huge(tids, sizeof(ItemPointerData) * maxtids);
+				if (ntids == maxtids)
+				{
+					maxtids = Min(batch_rows, maxtids * 2);
+					tids = repalloc_huge(tids, sizeof(ItemPointerData) * maxtids);
+				}
+				tids[ntids++] = scanslot->tts_tid;
 			}
-			tids[ntids++] = scanslot->tts_tid;
-			if (ntids < batch_rows)
+			if (nseen < batch_rows)
 				continue;
 		}
-		if (ntids > 0 && (ntids >= threshold || force))
+		if (ntids > 0 && (nseen >= threshold || force))
 		{
-			moved += ac_move_batch(&m, tids, ntids, snapshot);
-			(*nbatches)++;
+			res->moved += ac_move_batch(&m, tids, ntids, snapshot);
+			res->batches++;
 		}
 		ntids = 0;
+		nseen = 0;
 		if (!more)
 			break;
-		if (max_batches > 0 && *nbatches >= max_batches)
+		if (max_batches > 0 && res->batches >= max_batches)
 		{
-			*more_left = true;
+			res->more_left = true;
 			break;
 		}
 	}
@@ -577,6 +643,8 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	ExecDropSingleTupleTableSlot(scanslot);
 	ExecDropSingleTupleTableSlot(m.fetchslot);
 	ExecDropSingleTupleTableSlot(m.sortslot);
+	if (m.checkslot)
+		ExecDropSingleTupleTableSlot(m.checkslot);
 	for (i = 0; i < AC_MULTI_INSERT; i++)
 		ExecDropSingleTupleTableSlot(m.slots[i]);
 	FreeBulkInsertState(m.bistate);
@@ -586,7 +654,75 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	pfree(tids);
 	table_close(m.arc, NoLock);
 	table_close(m.cur, NoLock);
-	*paced_us = m.paced_us;
-	return moved;
+	res->paced_us = m.paced_us;
+}
+
+/* A copy in the caller's memory of a string of the mover's (NULL stays). */
+static char *
+ac_keep(const char *s)
+{
+	return s ? pstrdup(s) : NULL;
+}
+
+/*
+ * Move the eligible rows of one registered table (ac_move_once), in a
+ * subtransaction and a memory context of its own.  When the archive
+ * refuses a row (an integrity constraint error, SQLSTATE class 23), the
+ * run is rolled back and done again carefully, leaving out the rows the
+ * archive refuses, so that one such row does not stop archiving for good.
+ * Any other error, or one in a careful run, is raised as it is.
+ */
+void
+ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
+		bool careful, AcMoveResult *res)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	MemoryContext movecxt = AllocSetContextCreate(caller, "archive_cluster run",
+												  ALLOCSET_DEFAULT_SIZES);
+	volatile bool again = false;
+
+	memset(res, 0, sizeof(*res));
+	res->careful = careful;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(movecxt);
+	PG_TRY();
+	{
+		ac_move_once(cfg, threshold, force, max_batches, careful, res);
+		ReleaseCurrentSubTransaction();
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		CurrentResourceOwner = owner;
+		MemoryContextSwitchTo(caller);
+		if (careful ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		again = true;
+	}
+	PG_END_TRY();
+
+	if (again)
+	{
+		/* in the caller's transaction: an error now ends the run */
+		MemoryContextReset(movecxt);
+		MemoryContextSwitchTo(movecxt);
+		memset(res, 0, sizeof(*res));
+		res->careful = true;
+		ac_move_once(cfg, threshold, force, max_batches, true, res);
+	}
+	MemoryContextSwitchTo(caller);
+	res->refused_key = ac_keep(res->refused_key);
+	res->refused_reason = ac_keep(res->refused_reason);
+	res->busy_key = ac_keep(res->busy_key);
+	MemoryContextDelete(movecxt);
 }
 

@@ -10,7 +10,25 @@
 
 #include "archive_cluster.h"
 
-extern int64 ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
-					 int *nbatches, bool *more_left, int64 *paced_us);
+/* What one run of the mover did, and the eligible rows it left behind. */
+typedef struct AcMoveResult
+{
+	int64		moved;
+	int			batches;
+	bool		more_left;		/* stopped at max_batches with rows unseen */
+	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */
+	bool		careful;		/* rows were checked one by one first */
+	/* rows the archive refused (a constraint), left in <t>_current */
+	int64		refused;
+	int			refused_sqlstate;	/* of the first */
+	char	   *refused_key;	/* of the first, "(id)=(1)" */
+	char	   *refused_reason; /* of the first, "violates ..." */
+	/* rows changed or locked by other transactions meanwhile */
+	int64		busy;
+	char	   *busy_key;		/* of the first */
+} AcMoveResult;
+
+extern void ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
+					bool careful, AcMoveResult *res);
 
 #endif							/* ARCHIVE_CLUSTER_MOVER_H */

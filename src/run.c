@@ -98,6 +98,64 @@ ac_still_registered(AcTableConfig *cfg)
 }
 
 /*
+ * The rows a run left in <t>_current, as archive_cluster_runs.left_behind
+ * shows them: the first refused row and the first busy one.  NULL: none.
+ */
+static char *
+ac_left_behind(AcMoveResult *mv)
+{
+	char	   *refused = NULL;
+	char	   *busy = NULL;
+
+	if (mv->refused > 0)
+		refused = psprintf("%s %s", mv->refused_key ? mv->refused_key : "?",
+						   mv->refused_reason ? mv->refused_reason : "");
+	if (mv->busy > 0)
+		busy = psprintf("%s was being changed or locked by another transaction",
+						mv->busy_key ? mv->busy_key : "?");
+	if (refused && busy)
+		return psprintf("%s; %s", refused, busy);
+	return refused ? refused : busy;
+}
+
+/*
+ * Say which rows a run left in <t>_current.  Rows the archive refuses stay
+ * there until someone acts: a WARNING at each run, with the SQLSTATE an
+ * INSERT into the archive would raise.  Rows other transactions were
+ * changing go with a later run: a LOG line.
+ */
+static void
+ac_report_left(AcTableConfig *cfg, const char *relname, AcMoveResult *mv)
+{
+	char	   *curname = get_rel_name(cfg->current);
+	char	   *arcname = get_rel_name(cfg->archive);
+
+	if (mv->refused > 0)
+		ereport(WARNING,
+				(errcode(mv->refused_sqlstate),
+				 errmsg_plural("%lld row of \"%s\" cannot be archived",
+							   "%lld rows of \"%s\" cannot be archived",
+							   mv->refused, (long long) mv->refused, relname),
+				 mv->refused == 1 ?
+				 errdetail("The row with key %s %s.", mv->refused_key, mv->refused_reason) :
+				 errdetail("The first, with key %s, %s.", mv->refused_key, mv->refused_reason),
+				 errhint("Such rows stay in \"%s\", where the view shows them, and every run tries them again. "
+						 "Correct or delete them, or change the constraint of \"%s\" "
+						 "(see \"Rows a run cannot archive\" in the user guide).",
+						 curname ? curname : "?", arcname ? arcname : "?")));
+	if (mv->busy > 0)
+		ereport(LOG,
+				(errmsg_plural("archive run of \"%s\" left %lld row for a later run",
+							   "archive run of \"%s\" left %lld rows for a later run",
+							   mv->busy, relname, (long long) mv->busy),
+				 mv->busy == 1 ?
+				 errdetail("Another transaction was changing or locking the row with key %s.",
+						   mv->busy_key ? mv->busy_key : "?") :
+				 errdetail("Other transactions were changing or locking them; the first has key %s.",
+						   mv->busy_key ? mv->busy_key : "?")));
+}
+
+/*
  * Run one registered table: take its run lock, then move its due batches
  * as the table's owner, and record the run.  Errors propagate to the
  * caller.
@@ -113,6 +171,8 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	Oid			owner;
 	char	   *relname = get_rel_name(cfg->relation);
 	char		flush_after[16];
+	AcMoveResult mv;
+	bool		careful;
 
 	res->rows = 0;
 	res->batches = 0;
@@ -167,6 +227,8 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 
 	ac_compute_threshold(cfg, &th);
 	res->threshold = th.rows;
+	/* the last run found rows the archive refuses: check rows one by one */
+	careful = ac_last_run_refused(cfg->relation);
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
 
@@ -181,15 +243,34 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	(void) set_config_option("backend_flush_after", flush_after,
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	res->rows = ac_move(cfg, th.rows, force, max_batches, &res->batches, &res->more,
-						&res->paced_us);
+	ac_move(cfg, th.rows, force, max_batches, careful, &mv);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
+	res->rows = mv.moved;
+	res->batches = mv.batches;
+	res->more = mv.more_left;
+	res->paced_us = mv.paced_us;
 	res->status = res->batches > 0 ? "archived" : "not due";
+	ac_report_left(cfg, relname, &mv);
 
-	if (res->batches > 0)
-		ac_log_run(cfg->relation, res->started, res->finished, res->rows,
-				   res->batches, res->paced_us, started_by, owner, NULL);
+	/* a careful run that found nothing to refuse is recorded: the next is not careful */
+	if (res->batches > 0 || mv.refused > 0 || mv.careful)
+	{
+		AcRunLog	log = {0};
+
+		log.relation = cfg->relation;
+		log.started = res->started;
+		log.finished = res->finished;
+		log.rows = res->rows;
+		log.batches = res->batches;
+		log.paced_us = res->paced_us;
+		log.started_by = started_by;
+		log.run_as = owner;
+		log.rows_refused = mv.refused;
+		log.rows_busy = mv.busy;
+		log.left_behind = ac_left_behind(&mv);
+		ac_log_run(&log);
+	}
 	ac_pause_point("before_commit", 3);
 }
 
@@ -331,8 +412,8 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 				res.rows = 0;
 				res.batches = 0;
 				res.finished = GetCurrentTimestamp();
-				ac_log_run(relation, res.started, res.finished, 0, 0, 0, ac_caller(),
-						   GetUserId(), edata->message);
+				ac_log_run_error(relation, res.started, ac_caller(), GetUserId(),
+								 edata->message);
 				FreeErrorData(edata);
 			}
 			PG_END_TRY();

@@ -177,8 +177,7 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
 		relname = get_rel_name(relation);
 		if (relname != NULL)
 			owner = ac_relation_owner(relation);
-		ac_log_run(relation, started, GetCurrentTimestamp(), 0, 0, 0, "worker",
-				   owner, message);
+		ac_log_run_error(relation, started, "worker", owner, message);
 		ac_commit();
 	}
 	PG_CATCH();

@@ -173,8 +173,8 @@ BEGIN;
 CREATE TABLE bad (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
 INSERT INTO bad SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
 SELECT archive_cluster_register('bad', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
--- a row planted in the archive behind the view's back: the run hits its unique key
-INSERT INTO bad_archive VALUES (1, 1, now(), 'planted');
+-- a unique index added to a tier after registration: every run refuses it
+CREATE UNIQUE INDEX bad_archive_cid_ts ON bad_archive (cid, ts);
 CREATE TABLE good (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
 INSERT INTO good SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
 SELECT archive_cluster_register('good', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
@@ -183,11 +183,11 @@ COMMIT;
 ok(archived('app', 'good', 30000), 'the other table is archived');
 ok( $node->poll_query_until(
 		'app',
-		"SELECT count(*) > 0 FROM archive_cluster_runs WHERE relation = 'bad'::regclass AND started_by = 'worker' AND rows_moved = 0 AND error LIKE 'duplicate key value violates unique constraint%'"
+		"SELECT count(*) > 0 FROM archive_cluster_runs WHERE relation = 'bad'::regclass AND started_by = 'worker' AND rows_moved = 0 AND error LIKE 'cannot archive rows of \"bad\" because of unique index \"bad_archive_cid_ts\"%'"
 	),
 	'the failed run is recorded with its error');
-ok($node->log_contains(qr/WARNING:  duplicate key value violates unique constraint "bad_archive_pkey"\n.*DETAIL:  Key \(id\)=\(1\) already exists.\n.*CONTEXT:  archive run of table "bad"/),
-	'and logged');
+ok($node->log_contains(qr/WARNING:  cannot archive rows of "bad" because of unique index "bad_archive_cid_ts" on "bad_archive"\n(.*(DETAIL|HINT):  .*\n)*.*CONTEXT:  archive run of table "bad"/),
+	'and logged with its detail, hint and the table');
 is($node->safe_psql('app', 'SELECT count(*) FROM bad_current'),
 	'30000', 'the failed run moved nothing');
 is( $node->safe_psql(
@@ -199,7 +199,32 @@ is( $node->safe_psql(
 sleep(3);
 is($node->safe_psql('app', "SELECT count(*) <= 3 FROM archive_cluster_runs WHERE relation = 'bad'::regclass"),
 	't', 'a failing table is retried with a backoff, not every naptime');
-$node->safe_psql('app', 'DELETE FROM bad_archive WHERE id = 1 AND pad = \'planted\'');
+$node->safe_psql('app', 'DROP INDEX bad_archive_cid_ts');
+ok(archived('app', 'bad', 30000), 'archived once the index is gone');
+
+# --- a row the archive refuses stays in the current table; the worker moves
+# the others, says which row and why, and does not count it as a failure
+$node->safe_psql(
+	'app', q{
+BEGIN;
+CREATE TABLE dup (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
+INSERT INTO dup SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
+SELECT archive_cluster_register('dup', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
+-- a row planted in the archive behind the view's back, with the key of a current row
+INSERT INTO dup_archive VALUES (1, 1, now(), 'planted');
+COMMIT;
+});
+ok(archived('app', 'dup', 30000), 'every other row archived (29,999 and the planted one)');
+is($node->safe_psql('app', 'SELECT id, pad FROM dup_current'),
+	'1|x', 'the refused row stays in dup_current');
+ok( $node->poll_query_until(
+		'app',
+		"SELECT rows_moved = 29999 AND rows_refused = 1 AND error IS NULL AND left_behind LIKE '(id)=(1) violates unique constraint \"dup_archive_pkey\"%' FROM archive_cluster_runs WHERE relation = 'dup'::regclass AND started_by = 'worker' ORDER BY run_id LIMIT 1"
+	),
+	'archive_cluster_runs: rows moved, the row refused, its key and constraint');
+ok($node->log_contains(qr/WARNING:  1 row of "dup" cannot be archived\n.*DETAIL:  The row with key \(id\)=\(1\) violates unique constraint "dup_archive_pkey" of "dup_archive": the archive has a row with the same key.\n.*HINT:  Such rows stay in "dup_current"/),
+	'a WARNING names the table, the key and the constraint, with a hint');
+$node->safe_psql('app', "DELETE FROM dup_archive WHERE pad = 'planted'");
 
 # --- a run in progress elsewhere: the worker skips and says so.  The run
 # lock cannot be taken from SQL (t/008_security_worker.pl), so a manual run
