@@ -207,8 +207,25 @@ ac_prepare_tier(AcTriggerEntry *e, AcTierPlans *tier, const char *qrel,
 		p++;
 		argtypes[nargs++] = e->types[i];
 	}
+	/*
+	 * Every column is generated (or the identity, GENERATED ALWAYS): the
+	 * UPDATE recomputes a stored generated column, as "UPDATE t SET g =
+	 * DEFAULT" on a table does, so that it still finds, locks and returns
+	 * the row.
+	 */
+	for (i = 0; p == 1 && i < e->natts; i++)
+	{
+		if (!settable[i] && !e->always_identity[i])
+		{
+			appendStringInfo(&buf, "%s = DEFAULT", names[i]);
+			p = 0;
+		}
+	}
 	if (p == 1)
-		elog(ERROR, "registered view has no updatable column");
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot update rows of %s: it has no column an UPDATE can set", qrel)));
+	p = Max(p, 1);
 	appendStringInfoString(&buf, " WHERE ");
 	ac_append_match(&buf, e, names, eqsql, p, true);
 	for (i = 0; i < e->nkeys; i++)
