@@ -32,18 +32,21 @@ struct AcArchiveChecks
 	EState	   *estate;
 	int			ncheck;
 	ExprState **check;			/* of the CHECK constraints, NULL: not enforced */
+	List	  **arbiter;		/* per index: a list of its OID, NIL: not probed */
 };
 
 /*
  * Prepare the checks of the archive table of rri, whose indexes were opened
  * with ExecOpenIndices(rri, true) (unique indexes probed as ON CONFLICT
- * does).
+ * does), in the current memory context, which must last as long as they
+ * are used.
  */
 AcArchiveChecks *
 ac_archive_checks_begin(ResultRelInfo *rri, EState *estate)
 {
 	AcArchiveChecks *c = palloc0(sizeof(AcArchiveChecks));
-	TupleConstr *constr = RelationGetDescr(rri->ri_RelationDesc)->constr;
+	Relation	arc = rri->ri_RelationDesc;
+	TupleConstr *constr = RelationGetDescr(arc)->constr;
 	int			i;
 
 	c->rri = rri;
@@ -52,74 +55,130 @@ ac_archive_checks_begin(ResultRelInfo *rri, EState *estate)
 	c->check = palloc0(sizeof(ExprState *) * Max(c->ncheck, 1));
 	for (i = 0; i < c->ncheck; i++)
 	{
+		Node	   *expr;
+
 		if (!ac_check_enforced(&constr->check[i]))
 			continue;
-		c->check[i] = ExecPrepareExpr((Expr *) stringToNode(constr->check[i].ccbin),
-									  estate);
+		expr = ac_expand_virtual_columns(stringToNode(constr->check[i].ccbin), arc);
+		c->check[i] = ExecPrepareExpr((Expr *) expr, estate);
+	}
+
+	/*
+	 * The unique indexes an INSERT checks at once: not one being built
+	 * concurrently (not ready for inserts), nor a deferrable one (a run
+	 * refuses those by itself).
+	 */
+	c->arbiter = palloc0(sizeof(List *) * Max(rri->ri_NumIndices, 1));
+	for (i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	index = rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (index->rd_index->indisunique && index->rd_index->indimmediate &&
+			ii->ii_ReadyForInserts)
+			c->arbiter[i] = list_make1_oid(RelationGetRelid(index));
 	}
 	return c;
 }
 
 /*
- * NULL when the archive takes the row in slot (a slot of the archive);
- * else why not ("violates check constraint ..."), with the SQLSTATE an
- * INSERT would raise in *sqlstate.  A unique index is probed with a dirty
+ * AC_TAKES when the archive takes the row in slot (a slot of the archive);
+ * else why not, with the constraint's name in *constraint (of the relation
+ * cache: copy it to keep it).  A unique index is probed with a dirty
  * snapshot, waiting for a transaction that is inserting the same key.
+ * Allocates in the current memory context: call it in one reset per row.
  */
-char *
-ac_archive_refuses(AcArchiveChecks *c, TupleTableSlot *slot, int *sqlstate)
+AcRefusal
+ac_archive_refuses(AcArchiveChecks *c, TupleTableSlot *slot, const char **constraint)
 {
 	Relation	arc = c->rri->ri_RelationDesc;
 	TupleDesc	desc = RelationGetDescr(arc);
 	TupleConstr *constr = desc->constr;
 	ExprContext *econtext = GetPerTupleExprContext(c->estate);
-	char	   *reason = NULL;
+	AcRefusal	result = AC_TAKES;
 	int			i;
 
 	for (i = 0; constr && constr->has_not_null && i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (att->attnotnull && !att->attisdropped && slot_attisnull(slot, i + 1))
+		/* a virtual generated column is stored as null: left to the run */
+		if (att->attnotnull && !att->attisdropped && !ac_att_is_virtual(att) &&
+			slot_attisnull(slot, i + 1))
 		{
-			*sqlstate = ERRCODE_NOT_NULL_VIOLATION;
-			return psprintf("violates the not-null constraint of column \"%s\" of \"%s\"",
-							NameStr(att->attname), RelationGetRelationName(arc));
+			*constraint = NameStr(att->attname);
+			return AC_REFUSED_NOT_NULL;
 		}
 	}
 
 	econtext->ecxt_scantuple = slot;
-	for (i = 0; reason == NULL && i < c->ncheck; i++)
+	for (i = 0; result == AC_TAKES && i < c->ncheck; i++)
 	{
 		if (c->check[i] != NULL && !ExecCheck(c->check[i], econtext))
 		{
-			*sqlstate = ERRCODE_CHECK_VIOLATION;
-			reason = psprintf("violates check constraint \"%s\" of \"%s\"",
-							  constr->check[i].ccname, RelationGetRelationName(arc));
+			*constraint = constr->check[i].ccname;
+			result = AC_REFUSED_CHECK;
 		}
 	}
 	ResetExprContext(econtext);
-	if (reason != NULL)
-		return reason;
 
-	for (i = 0; i < c->rri->ri_NumIndices; i++)
+	for (i = 0; result == AC_TAKES && i < c->rri->ri_NumIndices; i++)
 	{
-		Relation	index = c->rri->ri_IndexRelationDescs[i];
 		ItemPointerData conflict;
 
-		if (!index->rd_index->indisunique)
-			continue;
-		if (!ac_check_index_constraints(c->rri, slot, c->estate, &conflict,
-										list_make1_oid(RelationGetRelid(index))))
+		if (c->arbiter[i] != NIL &&
+			!ac_check_index_constraints(c->rri, slot, c->estate, &conflict, c->arbiter[i]))
 		{
-			*sqlstate = ERRCODE_UNIQUE_VIOLATION;
-			reason = psprintf("violates unique constraint \"%s\" of \"%s\": the archive has a row with the same key",
-							  RelationGetRelationName(index), RelationGetRelationName(arc));
-			break;
+			*constraint = RelationGetRelationName(c->rri->ri_IndexRelationDescs[i]);
+			result = AC_REFUSED_UNIQUE;
 		}
 	}
 	ResetExprContext(econtext);
-	return reason;
+	return result;
+}
+
+/*
+ * Why the archive "arcname" refuses the row with key "key", as a full
+ * sentence: the DETAIL of the run's WARNING, and archive_cluster_runs'
+ * left_behind.
+ */
+char *
+ac_refusal_text(AcRefusal refusal, const char *key, const char *constraint,
+				const char *arcname)
+{
+	switch (refusal)
+	{
+		case AC_REFUSED_NOT_NULL:
+			return psprintf(_("Key %s has a null value in column \"%s\", which is NOT NULL in \"%s\"."),
+							key, constraint, arcname);
+		case AC_REFUSED_CHECK:
+			return psprintf(_("Key %s violates check constraint \"%s\" of \"%s\"."),
+							key, constraint, arcname);
+		case AC_REFUSED_UNIQUE:
+			return psprintf(_("Key %s is already in \"%s\" (unique constraint \"%s\")."),
+							key, arcname, constraint);
+		case AC_TAKES:
+			break;
+	}
+	return NULL;
+}
+
+/* The SQLSTATE an INSERT into the archive would raise. */
+int
+ac_refusal_sqlstate(AcRefusal refusal)
+{
+	switch (refusal)
+	{
+		case AC_REFUSED_NOT_NULL:
+			return ERRCODE_NOT_NULL_VIOLATION;
+		case AC_REFUSED_CHECK:
+			return ERRCODE_CHECK_VIOLATION;
+		case AC_REFUSED_UNIQUE:
+			return ERRCODE_UNIQUE_VIOLATION;
+		case AC_TAKES:
+			break;
+	}
+	return ERRCODE_SUCCESSFUL_COMPLETION;
 }
 
 /*

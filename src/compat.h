@@ -23,6 +23,9 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/parsetree.h"
+#if PG_VERSION_NUM >= 180000
+#include "rewrite/rewriteHandler.h"
+#endif
 #include "pgstat.h"
 #include "storage/buf_internals.h"
 #include "utils/acl.h"
@@ -54,10 +57,16 @@ ac_check_index_constraints(ResultRelInfo *rri, TupleTableSlot *slot, EState *est
 	return ExecCheckIndexConstraints(rri, slot, estate, conflict, &none, arbiters);
 }
 #define ac_check_enforced(check) ((check)->ccenforced)
+/* virtual generated columns (18): stored as null, computed when read */
+#define ac_att_is_virtual(att) ((att)->attgenerated == ATTRIBUTE_GENERATED_VIRTUAL)
+#define ac_expand_virtual_columns(node, rel) \
+	expand_generated_columns_in_expr((node), (rel), 1)
 #else
 #define ac_check_index_constraints(rri, slot, estate, conflict, arbiters) \
 	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict), (arbiters))
 #define ac_check_enforced(check) true
+#define ac_att_is_virtual(att) false
+#define ac_expand_virtual_columns(node, rel) (node)
 #endif
 
 /*

@@ -128,6 +128,7 @@ typedef struct AcMover
 	/* careful runs: each eligible row checked against the archive first */
 	AcArchiveChecks *checks;
 	TupleTableSlot *checkslot;
+	MemoryContext rowcxt;		/* reset after each row checked */
 	AcMoveResult *res;			/* rows left behind are counted here */
 } AcMover;
 
@@ -251,6 +252,9 @@ ac_index_sorts_put(AcMover *m, TupleTableSlot *slot)
 	{
 		IndexInfo  *ii = m->rri->ri_IndexRelationInfo[i];
 
+		/* being built by CREATE INDEX CONCURRENTLY: not yet, as INSERT does */
+		if (!ii->ii_ReadyForInserts)
+			continue;
 		if (ii->ii_Predicate != NIL)
 		{
 			if (m->predicates[i] == NULL)
@@ -348,22 +352,25 @@ ac_note_busy(AcMover *m, ItemPointer tid, Snapshot snapshot)
 static bool
 ac_archive_takes(AcMover *m, TupleTableSlot *scanslot)
 {
-	char	   *reason;
-	int			sqlstate;
+	MemoryContext oldcxt = MemoryContextSwitchTo(m->rowcxt);
+	const char *constraint = NULL;
+	AcRefusal	refusal;
 
 	if (m->map)
 		execute_attr_map_slot(m->map, scanslot, m->checkslot);
 	else
 		ExecCopySlot(m->checkslot, scanslot);
-	reason = ac_archive_refuses(m->checks, m->checkslot, &sqlstate);
-	if (reason != NULL && m->res->refused++ == 0)
+	refusal = ac_archive_refuses(m->checks, m->checkslot, &constraint);
+	MemoryContextSwitchTo(oldcxt);
+	if (refusal != AC_TAKES && m->res->refused++ == 0)
 	{
-		m->res->refused_sqlstate = sqlstate;
-		m->res->refused_key = ac_row_key(m->arc, m->checkslot);
-		m->res->refused_reason = reason;
+		m->res->refused_sqlstate = ac_refusal_sqlstate(refusal);
+		m->res->refused_detail = ac_refusal_text(refusal, ac_row_key(m->arc, m->checkslot),
+												 constraint, RelationGetRelationName(m->arc));
 	}
 	ExecClearTuple(m->checkslot);
-	return reason == NULL;
+	MemoryContextReset(m->rowcxt);
+	return refusal == AC_TAKES;
 }
 
 /*
@@ -454,7 +461,6 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int64		cutoff;
 	ItemPointerData *tids;
 	int64		ntids = 0;
-	int64		nseen = 0;		/* eligible rows of the batch, refused or not */
 	int64		maxtids;
 	int64		batch_rows;
 	Relation	view;
@@ -579,6 +585,8 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	{
 		m.checks = ac_archive_checks_begin(m.rri, m.estate);
 		m.checkslot = table_slot_create(m.arc, NULL);
+		m.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster row check",
+										 ALLOCSET_DEFAULT_SIZES);
 	}
 	m.sorted_indexes = ac_can_sort_indexes(m.rri);
 	m.isorts = palloc0(sizeof(Tuplesortstate *) * Max(m.rri->ri_NumIndices, 1));
@@ -609,26 +617,24 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 
 			if (isnull || DatumGetInt64(age) >= cutoff)
 				continue;
-			nseen++;
-			if (m.checks == NULL || ac_archive_takes(&m, scanslot))
+			/* careful: a row the archive refuses is not eligible */
+			if (m.checks != NULL && !ac_archive_takes(&m, scanslot))
+				continue;
+			if (ntids == maxtids)
 			{
-				if (ntids == maxtids)
-				{
-					maxtids = Min(batch_rows, maxtids * 2);
-					tids = repalloc_huge(tids, sizeof(ItemPointerData) * maxtids);
-				}
-				tids[ntids++] = scanslot->tts_tid;
+				maxtids = Min(batch_rows, maxtids * 2);
+				tids = repalloc_huge(tids, sizeof(ItemPointerData) * maxtids);
 			}
-			if (nseen < batch_rows)
+			tids[ntids++] = scanslot->tts_tid;
+			if (ntids < batch_rows)
 				continue;
 		}
-		if (ntids > 0 && (nseen >= threshold || force))
+		if (ntids > 0 && (ntids >= threshold || force))
 		{
 			res->moved += ac_move_batch(&m, tids, ntids, snapshot);
 			res->batches++;
 		}
 		ntids = 0;
-		nseen = 0;
 		if (!more)
 			break;
 		if (max_batches > 0 && res->batches >= max_batches)
@@ -666,11 +672,12 @@ ac_keep(const char *s)
 
 /*
  * Move the eligible rows of one registered table (ac_move_once), in a
- * subtransaction and a memory context of its own.  When the archive
- * refuses a row (an integrity constraint error, SQLSTATE class 23), the
- * run is rolled back and done again carefully, leaving out the rows the
- * archive refuses, so that one such row does not stop archiving for good.
- * Any other error, or one in a careful run, is raised as it is.
+ * subtransaction and a memory context of its own, both gone when it ends.
+ * When the archive refuses a row (an integrity constraint error, SQLSTATE
+ * class 23), the run is rolled back and done again carefully, leaving out
+ * the rows the archive refuses, so that one such row does not stop
+ * archiving for good.  Any other error, or one in a careful run, is raised
+ * as it is.
  */
 void
 ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
@@ -678,51 +685,50 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	MemoryContext movecxt = AllocSetContextCreate(caller, "archive_cluster run",
-												  ALLOCSET_DEFAULT_SIZES);
-	volatile bool again = false;
+	int			attempt;
 
-	memset(res, 0, sizeof(*res));
-	res->careful = careful;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(movecxt);
-	PG_TRY();
+	for (attempt = careful ? 1 : 0;; attempt++)
 	{
-		ac_move_once(cfg, threshold, force, max_batches, careful, res);
-		ReleaseCurrentSubTransaction();
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
+		MemoryContext movecxt = AllocSetContextCreate(caller, "archive_cluster run",
+													  ALLOCSET_DEFAULT_SIZES);
+		volatile bool done = false;
 
-		MemoryContextSwitchTo(caller);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		CurrentResourceOwner = owner;
-		MemoryContextSwitchTo(caller);
-		if (careful ||
-			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		again = true;
-	}
-	PG_END_TRY();
-
-	if (again)
-	{
-		/* in the caller's transaction: an error now ends the run */
-		MemoryContextReset(movecxt);
-		MemoryContextSwitchTo(movecxt);
 		memset(res, 0, sizeof(*res));
-		res->careful = true;
-		ac_move_once(cfg, threshold, force, max_batches, true, res);
-	}
-	MemoryContextSwitchTo(caller);
-	res->refused_key = ac_keep(res->refused_key);
-	res->refused_reason = ac_keep(res->refused_reason);
-	res->busy_key = ac_keep(res->busy_key);
-	MemoryContextDelete(movecxt);
-}
+		res->careful = attempt > 0;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(movecxt);
+		PG_TRY();
+		{
+			ac_move_once(cfg, threshold, force, max_batches, attempt > 0, res);
+			ReleaseCurrentSubTransaction();
+			CurrentResourceOwner = owner;
+			done = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
 
+			MemoryContextSwitchTo(caller);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			CurrentResourceOwner = owner;
+			MemoryContextSwitchTo(caller);
+			MemoryContextDelete(movecxt);
+			if (attempt > 0 ||
+				ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
+				ReThrowError(edata);
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+
+		if (done)
+		{
+			MemoryContextSwitchTo(caller);
+			res->refused_detail = ac_keep(res->refused_detail);
+			res->busy_key = ac_keep(res->busy_key);
+			MemoryContextDelete(movecxt);
+			return;
+		}
+	}
+}

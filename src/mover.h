@@ -21,8 +21,7 @@ typedef struct AcMoveResult
 	/* rows the archive refused (a constraint), left in <t>_current */
 	int64		refused;
 	int			refused_sqlstate;	/* of the first */
-	char	   *refused_key;	/* of the first, "(id)=(1)" */
-	char	   *refused_reason; /* of the first, "violates ..." */
+	char	   *refused_detail; /* the first's key and constraint, a sentence */
 	/* rows changed or locked by other transactions meanwhile */
 	int64		busy;
 	char	   *busy_key;		/* of the first */

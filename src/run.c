@@ -97,6 +97,14 @@ ac_still_registered(AcTableConfig *cfg)
 		now.current == cfg->current && now.archive == cfg->archive;
 }
 
+/* the first busy row, as a sentence */
+static char *
+ac_busy_text(AcMoveResult *mv)
+{
+	return psprintf(_("Key %s was being changed or locked by another transaction."),
+					mv->busy_key ? mv->busy_key : "?");
+}
+
 /*
  * The rows a run left in <t>_current, as archive_cluster_runs.left_behind
  * shows them: the first refused row and the first busy one.  NULL: none.
@@ -104,18 +112,11 @@ ac_still_registered(AcTableConfig *cfg)
 static char *
 ac_left_behind(AcMoveResult *mv)
 {
-	char	   *refused = NULL;
-	char	   *busy = NULL;
+	char	   *busy = mv->busy > 0 ? ac_busy_text(mv) : NULL;
 
-	if (mv->refused > 0)
-		refused = psprintf("%s %s", mv->refused_key ? mv->refused_key : "?",
-						   mv->refused_reason ? mv->refused_reason : "");
-	if (mv->busy > 0)
-		busy = psprintf("%s was being changed or locked by another transaction",
-						mv->busy_key ? mv->busy_key : "?");
-	if (refused && busy)
-		return psprintf("%s; %s", refused, busy);
-	return refused ? refused : busy;
+	if (mv->refused > 0 && busy)
+		return psprintf("%s %s", mv->refused_detail, busy);
+	return mv->refused > 0 ? mv->refused_detail : busy;
 }
 
 /*
@@ -136,9 +137,7 @@ ac_report_left(AcTableConfig *cfg, const char *relname, AcMoveResult *mv)
 				 errmsg_plural("%lld row of \"%s\" cannot be archived",
 							   "%lld rows of \"%s\" cannot be archived",
 							   mv->refused, (long long) mv->refused, relname),
-				 mv->refused == 1 ?
-				 errdetail("The row with key %s %s.", mv->refused_key, mv->refused_reason) :
-				 errdetail("The first, with key %s, %s.", mv->refused_key, mv->refused_reason),
+				 errdetail_internal("%s", mv->refused_detail),
 				 errhint("Such rows stay in \"%s\", where the view shows them, and every run tries them again. "
 						 "Correct or delete them, or change the constraint of \"%s\" "
 						 "(see \"Rows a run cannot archive\" in the user guide).",
@@ -148,11 +147,7 @@ ac_report_left(AcTableConfig *cfg, const char *relname, AcMoveResult *mv)
 				(errmsg_plural("archive run of \"%s\" left %lld row for a later run",
 							   "archive run of \"%s\" left %lld rows for a later run",
 							   mv->busy, relname, (long long) mv->busy),
-				 mv->busy == 1 ?
-				 errdetail("Another transaction was changing or locking the row with key %s.",
-						   mv->busy_key ? mv->busy_key : "?") :
-				 errdetail("Other transactions were changing or locking them; the first has key %s.",
-						   mv->busy_key ? mv->busy_key : "?")));
+				 errdetail_internal("%s", ac_busy_text(mv))));
 }
 
 /*
