@@ -167,12 +167,13 @@ ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
 		if (attempt >= retries)
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not lock table %s", get_rel_name(relid)),
-					 errdetail("An ACCESS EXCLUSIVE lock was not granted within %d ms in %d attempts.",
-							   timeout_ms, retries + 1),
+					 errmsg("could not lock table \"%s\"", get_rel_name(relid)),
+					 errdetail_plural("An ACCESS EXCLUSIVE lock was not granted within %d ms in %d attempt.",
+									  "An ACCESS EXCLUSIVE lock was not granted within %d ms in %d attempts.",
+									  retries + 1, timeout_ms, retries + 1),
 					 errhint("Try again when the table is less busy, or raise lock_timeout or lock_retries.")));
 		ereport(NOTICE,
-				(errmsg("could not lock table %s within %d ms, retrying (%d of %d)",
+				(errmsg("could not lock table \"%s\" within %d ms, retrying (%d of %d)",
 						get_rel_name(relid), timeout_ms, attempt + 1, retries)));
 		/* back off: 50 ms, 100 ms, ... at most 1 s */
 		pg_usleep(Min(1000L, 50L * (attempt + 1)) * 1000L);
