@@ -98,9 +98,6 @@ extern void ac_log_run_error(Oid relation, TimestampTz started, const char *star
 							 Oid run_as, const char *error);
 extern bool ac_last_run_refused(Oid relation);
 
-/* register.c */
-extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);
-
 /* run.c */
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 						 const char *started_by, AcRunResult *res);
@@ -112,6 +109,7 @@ extern void ac_pause_point(const char *name, int phase);
 extern void ac_report_caught(ErrorData *edata, int elevel, const char *relname);
 extern Oid	ac_relation_owner(Oid relid);
 extern bool ac_is_key_index(Relation idx);
+extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);
 extern void ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
 							   int *save_nestlevel);
 extern void ac_restore_user(Oid save_userid, int save_sec_context, int save_nestlevel);

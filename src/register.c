@@ -73,63 +73,6 @@ ac_catalog_query(const char *sql, Oid arg, long limit)
 		elog(ERROR, "could not run \"%s\"", sql);
 }
 
-/*
- * Find the row identity of rel: its primary key, or else its first unique,
- * immediate, non-partial btree index on plain NOT NULL columns.  Fills
- * keys[] (attribute numbers) and eqops[] (equality operators) and returns
- * the number of key columns, or 0 when there is none.
- */
-int
-ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	Oid			pk = rel->rd_pkindex;
-	List	   *candidates = NIL;
-	ListCell   *lc;
-	int			result = 0;
-
-	if (OidIsValid(pk))
-		candidates = lappend_oid(candidates, pk);
-	foreach(lc, indexes)
-		if (lfirst_oid(lc) != pk)
-			candidates = lappend_oid(candidates, lfirst_oid(lc));
-
-	foreach(lc, candidates)
-	{
-		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index ix = idx->rd_index;
-		bool		ok;
-		int			i;
-
-		ok = ac_is_key_index(idx) && ix->indnkeyatts <= INDEX_MAX_KEYS;
-
-		for (i = 0; ok && i < ix->indnkeyatts; i++)
-		{
-			AttrNumber	attnum = ix->indkey.values[i];
-
-			if (attnum <= 0 ||
-				!TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attnotnull)
-				ok = false;
-			else
-			{
-				keys[i] = attnum;
-				eqops[i] = get_opfamily_member(idx->rd_opfamily[i],
-											   idx->rd_opcintype[i],
-											   idx->rd_opcintype[i],
-											   BTEqualStrategyNumber);
-				if (!OidIsValid(eqops[i]))
-					ok = false;
-			}
-		}
-		if (ok)
-			result = ix->indnkeyatts;
-		index_close(idx, AccessShareLock);
-		if (result > 0)
-			break;
-	}
-	return result;
-}
-
 /* Error out unless the named column can serve as a cluster or age column. */
 static AttrNumber
 ac_check_column(Relation rel, const char *colname, const char *role)
