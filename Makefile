@@ -13,6 +13,8 @@ OBJS = \
 	src/guc.o \
 	src/launcher.o \
 	src/mover.o \
+	src/pool.o \
+	src/pool_views.o \
 	src/register.o \
 	src/row_locks.o \
 	src/run.o \

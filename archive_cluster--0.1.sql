@@ -260,3 +260,50 @@ GRANT EXECUTE ON FUNCTION archive_cluster_fragmentation(regclass, name, integer,
 GRANT SELECT ON archive_cluster_fragmentation TO pg_stat_scan_tables;
 GRANT EXECUTE ON FUNCTION archive_cluster_buffers(regclass) TO pg_monitor;
 GRANT SELECT ON archive_cluster_buffers TO pg_monitor;
+
+/*
+ * The background workers (with the library preloaded; else no rows): one row
+ * per worker of the pool, and one per database the launcher serves.
+ */
+CREATE FUNCTION archive_cluster_workers(
+	OUT slot integer,
+	OUT pid integer,
+	OUT datid oid,
+	OUT launched_at timestamptz,
+	OUT started_at timestamptz,
+	OUT activity text,
+	OUT relid oid)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'archive_cluster_pool_workers'
+LANGUAGE C STRICT VOLATILE ROWS 2;
+
+CREATE VIEW archive_cluster_workers AS
+SELECT w.slot, w.pid, w.datid, d.datname, w.launched_at, w.started_at, w.activity, w.relid,
+	   CASE WHEN d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+			THEN w.relid::pg_catalog.regclass END AS relation
+FROM archive_cluster_workers() w
+LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) w.datid;
+
+CREATE FUNCTION archive_cluster_databases(
+	OUT datid oid,
+	OUT extension text,
+	OUT slot integer,
+	OUT last_worker_start timestamptz,
+	OUT last_worker_end timestamptz,
+	OUT worker_starts bigint,
+	OUT work_left boolean,
+	OUT next_worker_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'archive_cluster_pool_databases'
+LANGUAGE C STRICT VOLATILE ROWS 10;
+
+CREATE VIEW archive_cluster_databases AS
+SELECT s.datid, d.datname, s.extension, s.slot, s.last_worker_start, s.last_worker_end,
+	   s.worker_starts, s.work_left, s.next_worker_at
+FROM archive_cluster_databases() s
+JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) s.datid;
+
+REVOKE ALL ON FUNCTION archive_cluster_workers(), archive_cluster_databases() FROM PUBLIC;
+REVOKE ALL ON archive_cluster_workers, archive_cluster_databases FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION archive_cluster_workers(), archive_cluster_databases() TO pg_monitor;
+GRANT SELECT ON archive_cluster_workers, archive_cluster_databases TO pg_monitor;

@@ -7,8 +7,8 @@
  *		range reads by turning it into a view over <t>_current (recent rows)
  *		and <t>_archive (older rows, appended in batches sorted by a cluster
  *		key).  See register.c, triggers.c and run.c; with the library in
- *		shared_preload_libraries, a launcher and one worker per database
- *		archive by themselves (launcher.c, worker.c).  Row locks through a
+ *		shared_preload_libraries, a launcher and a bounded pool of short-lived
+ *		workers archive by themselves (pool.c, launcher.c, worker.c).  Row locks through a
  *		registered view are refused in any session that loaded the library
  *		(row_locks.c).
  *
@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 
 #include "archive_cluster.h"
+#include "pool.h"
 #include "row_locks.h"
 
 PG_MODULE_MAGIC;
@@ -34,7 +35,7 @@ _PG_init(void)
 	ac_row_locks_install();
 	if (process_shared_preload_libraries_in_progress)
 	{
-		ac_shmem_init_hooks();
+		ac_pool_init_hooks();
 		ac_launcher_register();
 		ac_utility_hook_install();
 	}

@@ -65,6 +65,10 @@ typedef struct AcRunLog
 extern bool archive_cluster_enabled;
 extern int	archive_cluster_naptime;
 extern char *archive_cluster_databases;
+extern int	archive_cluster_max_workers;
+extern int	archive_cluster_worker_time_slice;
+extern int	archive_cluster_extension_recheck_interval;
+extern int	archive_cluster_max_databases;
 extern int	archive_cluster_max_batch_rows;
 extern int	archive_cluster_max_runtime;
 extern int	archive_cluster_run_flush_after;
@@ -76,10 +80,9 @@ extern void ac_define_gucs(void);
 
 /* launcher.c */
 extern void ac_launcher_register(void);
-extern void ac_shmem_init_hooks(void);
+
+/* guc.c */
 extern bool ac_database_selected(const char *dbname);
-extern void ac_worker_attach(Oid dboid);
-extern void ac_stop_database_worker(Oid dboid);
 
 /* utility.c */
 extern void ac_utility_hook_install(void);
@@ -97,6 +100,7 @@ extern void ac_log_run(const AcRunLog *log);
 extern void ac_log_run_error(Oid relation, TimestampTz started, const char *started_by,
 							 Oid run_as, const char *error);
 extern bool ac_last_run_refused(Oid relation);
+extern TimestampTz ac_run_backoff_until(Oid relation);
 
 /* run.c */
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,

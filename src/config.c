@@ -381,3 +381,44 @@ ac_last_run_refused(Oid relation)
 	}
 	return result;
 }
+
+/*
+ * When the worker may try a table again whose latest runs failed: after
+ * naptime x 2^failures (at most an hour) from the latest failure, failures
+ * counted back from the newest run to the first that did not fail; 0 when
+ * the latest run did not fail.  So that a lasting error does not fill the
+ * run history, and without memory of its own (workers are short-lived).
+ */
+TimestampTz
+ac_run_backoff_until(Oid relation)
+{
+	char	   *sql;
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	uint64		n;
+	uint64		failures = 0;
+	TimestampTz latest = 0;
+	int64		secs;
+
+	sql = psprintf("SELECT started_at, error IS NOT NULL FROM %s"
+				   " WHERE relation OPERATOR(pg_catalog.=) $1"
+				   " ORDER BY run_id DESC LIMIT 21",
+				   ac_extension_object("archive_cluster_run_log"));
+	values[0] = ObjectIdGetDatum(relation);
+	n = ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_SELECT);
+	while (failures < n)
+	{
+		bool		isnull;
+		HeapTuple	tup = SPI_tuptable->vals[failures];
+
+		if (!DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull)))
+			break;
+		if (failures == 0)
+			latest = DatumGetTimestampTz(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		failures++;
+	}
+	if (failures == 0)
+		return 0;
+	secs = Min((int64) archive_cluster_naptime << failures, 3600);
+	return latest + secs * USECS_PER_SEC;
+}

@@ -21,6 +21,18 @@ bool		archive_cluster_enabled = true;
 /* archive_cluster.naptime: seconds between two checks of a database */
 int			archive_cluster_naptime = 60;
 
+/* archive_cluster.max_workers: workers at most at once, the launcher not counted */
+int			archive_cluster_max_workers = 2;
+
+/* archive_cluster.worker_time_slice: seconds a worker serves one database at most */
+int			archive_cluster_worker_time_slice = 60;
+
+/* archive_cluster.extension_recheck_interval: seconds between looks at a database without the extension */
+int			archive_cluster_extension_recheck_interval = 600;
+
+/* archive_cluster.max_databases: databases the launcher keeps track of */
+int			archive_cluster_max_databases = 1024;
+
 /* archive_cluster.databases: the databases the worker serves; empty: all */
 char	   *archive_cluster_databases = NULL;
 
@@ -124,10 +136,48 @@ ac_define_gucs(void)
 
 	DefineCustomIntVariable("archive_cluster.naptime",
 							"Time between two checks of the registered tables of a database.",
-							"Also how soon a new database or a new CREATE EXTENSION is noticed.",
+							"Also how soon a new database is noticed.",
 							&archive_cluster_naptime,
 							60, 1, 86400,
 							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.max_workers",
+							"Largest number of archive_cluster workers running at once.",
+							"The launcher is not counted.  Workers are taken from "
+							"max_worker_processes, like parallel query's and other extensions'.",
+							&archive_cluster_max_workers,
+							2, 1, 1024,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.worker_time_slice",
+							"Time after which a worker leaves its database to the next one "
+							"that waits.",
+							"Checked between batches: a batch that has started completes.  "
+							"The database gets another worker in its turn.",
+							&archive_cluster_worker_time_slice,
+							60, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.extension_recheck_interval",
+							"Time between two looks at a database where the extension "
+							"is not installed.",
+							"CREATE EXTENSION archive_cluster is noticed at once; this is for "
+							"databases restored or copied with the extension in them.",
+							&archive_cluster_extension_recheck_interval,
+							600, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.max_databases",
+							"Largest number of databases the launcher serves.",
+							"Databases beyond it are not archived by workers, and the "
+							"launcher says so in the log.",
+							&archive_cluster_max_databases,
+							1024, 1, 1000000,
+							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("archive_cluster.databases",

@@ -2,17 +2,24 @@
  *
  * launcher.c
  *		The launcher: a background worker, started with the server when the
- *		library is preloaded, that keeps one worker (worker.c) running in
- *		every database where archive_cluster is installed.
+ *		library is preloaded, that hands the pool's worker slots (pool.h) to
+ *		the databases where archive_cluster has work, as autovacuum's
+ *		launcher does.
  *
- *		The launcher connects to no database; each naptime it reads
- *		pg_database (a shared catalog) and starts a worker for each database
- *		that is selected (archive_cluster.databases), connectable and not a
- *		template, and has none.  A worker that finds no extension in its
- *		database exits at once, so a database is looked at again every
- *		naptime: a CREATE DATABASE or CREATE EXTENSION is noticed within
- *		one.  The shared state is one slot per database: the pid of its
- *		worker and the time before which no worker is started there again.
+ *		The launcher connects to no database.  Each naptime it reads
+ *		pg_database (a shared catalog) for the databases that are selected
+ *		(archive_cluster.databases), connectable and not templates.  A
+ *		database gets a worker (worker.c) when
+ *		- it has not been looked at yet, or CREATE EXTENSION archive_cluster
+ *		  committed there since (utility.c);
+ *		- it has the extension and its last worker ended a naptime ago, or
+ *		  that worker ran out of its time slice with work left;
+ *		- it has no extension and extension_recheck_interval has passed.
+ *		At most archive_cluster.max_workers run at once; the databases
+ *		that wait are served oldest-served first, so each gets a worker
+ *		after at most ceil(waiting / max_workers) turns of the others.  A
+ *		worker makes one pass over its database and exits, and the
+ *		postmaster wakes the launcher when it has gone.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,7 +40,6 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -41,76 +47,20 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "pool.h"
 
 PGDLLEXPORT void archive_cluster_launcher_main(Datum main_arg);
 
-/* One database's worker. */
-typedef struct AcWorkerSlot
-{
-	Oid			dboid;			/* InvalidOid: slot free */
-	pid_t		pid;			/* the worker's pid while it runs, else 0 */
-	TimestampTz hold_until;		/* start no worker here before this */
-} AcWorkerSlot;
-
-typedef struct AcShared
-{
-	LWLock	   *lock;
-	pid_t		launcher_pid;
-	int			nslots;
-	AcWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} AcShared;
-
-static AcShared *ac_shared = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+/* a worker that never attaches gives its slot up after this */
+#define AC_STARTING_TIMEOUT_MS 60000
 
 /* the launcher's handles of the workers it started, by slot */
 static BackgroundWorkerHandle **ac_handles = NULL;
 
-static Size
-ac_shmem_size(void)
-{
-	return add_size(offsetof(AcShared, slots),
-					mul_size(max_worker_processes, sizeof(AcWorkerSlot)));
-}
-
-static void
-ac_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(ac_shmem_size());
-	RequestNamedLWLockTranche("archive_cluster", 1);
-}
-
-static void
-ac_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	ac_shared = ShmemInitStruct("archive_cluster", ac_shmem_size(), &found);
-	if (!found)
-	{
-		memset(ac_shared, 0, ac_shmem_size());
-		ac_shared->lock = &(GetNamedLWLockTranche("archive_cluster"))->lock;
-		ac_shared->nslots = max_worker_processes;
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* Called from _PG_init() while preloading. */
-void
-ac_shmem_init_hooks(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = ac_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = ac_shmem_startup;
-}
+/* when pg_database was last read, and the last lines of the log */
+static TimestampTz ac_last_refresh = 0;
+static TimestampTz ac_last_wait_log = 0;
+static TimestampTz ac_last_full_log = 0;
 
 /* Called from _PG_init() while preloading: the launcher starts with the server. */
 void
@@ -129,114 +79,19 @@ ac_launcher_register(void)
 	RegisterBackgroundWorker(&bgw);
 }
 
-static AcWorkerSlot *
-ac_find_slot(Oid dboid)
-{
-	int			i;
-
-	for (i = 0; i < ac_shared->nslots; i++)
-		if (ac_shared->slots[i].dboid == dboid)
-			return &ac_shared->slots[i];
-	return NULL;
-}
-
-/* ---- the worker's side ---- */
-
-static void
-ac_worker_detach(int code, Datum arg)
-{
-	AcWorkerSlot *slot;
-
-	LWLockAcquire(ac_shared->lock, LW_EXCLUSIVE);
-	slot = ac_find_slot(DatumGetObjectId(arg));
-	if (slot != NULL && slot->pid == MyProcPid)
-		slot->pid = 0;
-	LWLockRelease(ac_shared->lock);
-}
-
-/*
- * A worker takes its database's slot; it exits at once if another worker
- * serves the database already.
- */
-void
-ac_worker_attach(Oid dboid)
-{
-	AcWorkerSlot *slot;
-	bool		other = false;
-
-	if (ac_shared == NULL)
-		elog(ERROR, "archive_cluster must be loaded via shared_preload_libraries");
-
-	LWLockAcquire(ac_shared->lock, LW_EXCLUSIVE);
-	slot = ac_find_slot(dboid);
-	if (slot == NULL)
-		other = true;			/* the launcher gave this database up */
-	else if (slot->pid != 0 && slot->pid != MyProcPid)
-		other = true;
-	else
-		slot->pid = MyProcPid;
-	LWLockRelease(ac_shared->lock);
-
-	if (other)
-		proc_exit(0);
-	before_shmem_exit(ac_worker_detach, ObjectIdGetDatum(dboid));
-}
-
-/*
- * Stop the worker of a database, if any, and wait (up to 10 s) until it has
- * gone; no other is started there for the next 10 seconds.  For statements
- * that need a database without other sessions (DROP DATABASE ...).
- */
-void
-ac_stop_database_worker(Oid dboid)
-{
-	AcWorkerSlot *slot;
-	pid_t		pid = 0;
-	int			i;
-
-	if (ac_shared == NULL)
-		return;
-	LWLockAcquire(ac_shared->lock, LW_EXCLUSIVE);
-	slot = ac_find_slot(dboid);
-	if (slot != NULL)
-	{
-		pid = slot->pid;
-		slot->hold_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 10000);
-	}
-	LWLockRelease(ac_shared->lock);
-	if (pid == 0)
-		return;
-
-	kill(pid, SIGTERM);
-	for (i = 0; i < 1000; i++)
-	{
-		bool		gone;
-
-		LWLockAcquire(ac_shared->lock, LW_SHARED);
-		slot = ac_find_slot(dboid);
-		gone = slot == NULL || slot->pid != pid;
-		LWLockRelease(ac_shared->lock);
-		if (gone)
-			return;
-		CHECK_FOR_INTERRUPTS();
-		pg_usleep(10000L);
-	}
-}
-
-/* ---- the launcher ---- */
-
-/* A database the launcher may serve. */
-typedef struct AcDatabase
+/* A database the launcher may serve, as read from pg_database. */
+typedef struct AcListedDatabase
 {
 	Oid			oid;
-	char		name[NAMEDATALEN];
-} AcDatabase;
+	NameData	name;
+} AcListedDatabase;
 
 /* The connectable, non-template, selected databases. */
 static List *
-ac_database_list(MemoryContext mcxt)
+ac_read_databases(void)
 {
 	List	   *result = NIL;
+	MemoryContext cxt = CurrentMemoryContext;
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tup;
@@ -249,17 +104,17 @@ ac_database_list(MemoryContext mcxt)
 	while (HeapTupleIsValid(tup = heap_getnext(scan, ForwardScanDirection)))
 	{
 		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
-		AcDatabase *d;
+		AcListedDatabase *d;
 		MemoryContext oldcxt;
 
 		if (!db->datallowconn || db->datistemplate || database_is_invalid_form(db))
 			continue;
 		if (!ac_database_selected(NameStr(db->datname)))
 			continue;
-		oldcxt = MemoryContextSwitchTo(mcxt);
-		d = palloc(sizeof(AcDatabase));
+		oldcxt = MemoryContextSwitchTo(cxt);
+		d = palloc(sizeof(AcListedDatabase));
 		d->oid = db->oid;
-		strlcpy(d->name, NameStr(db->datname), NAMEDATALEN);
+		d->name = db->datname;
 		result = lappend(result, d);
 		MemoryContextSwitchTo(oldcxt);
 	}
@@ -267,28 +122,144 @@ ac_database_list(MemoryContext mcxt)
 	table_close(rel, AccessShareLock);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
 	return result;
 }
 
-/* Is the worker in slot i running or about to? */
+/*
+ * Bring the database entries in line with pg_database: new databases get
+ * an entry, dropped or deselected ones lose theirs (and their worker).
+ */
+static void
+ac_refresh_databases(TimestampTz now)
+{
+	List	   *listed = ac_read_databases();
+	ListCell   *lc;
+	int			untracked = 0;
+	int			i;
+
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	for (i = 0; i < ac_pool->ndatabases; i++)
+		ac_pool->databases[i].listed = false;
+	foreach(lc, listed)
+	{
+		AcListedDatabase *d = lfirst(lc);
+		AcDatabaseEntry *db = ac_pool_find_database(d->oid);
+
+		if (db == NULL)
+			db = ac_pool_add_database(d->oid);
+		if (db == NULL)
+		{
+			untracked++;
+			continue;
+		}
+		db->name = d->name;
+		db->listed = true;
+	}
+	for (i = 0; i < ac_pool->ndatabases; i++)
+	{
+		AcDatabaseEntry *db = &ac_pool->databases[i];
+
+		if (!OidIsValid(db->dboid) || db->listed || db->hold_until > now)
+			continue;
+		if (db->slot < 0)
+			db->dboid = InvalidOid;
+		else if (ac_pool->slots[db->slot].pid != 0)
+			kill(ac_pool->slots[db->slot].pid, SIGTERM);
+	}
+	LWLockRelease(ac_pool->lock);
+
+	if (untracked > 0 && now >= ac_last_full_log +
+		(TimestampTz) archive_cluster_extension_recheck_interval * USECS_PER_SEC)
+	{
+		ereport(LOG,
+				(errmsg_plural("archive_cluster serves no worker to %d database: archive_cluster.max_databases is %d",
+							   "archive_cluster serves no worker to %d databases: archive_cluster.max_databases is %d",
+							   untracked, untracked, archive_cluster_max_databases),
+				 errhint("Raise archive_cluster.max_databases (needs a restart), or list the databases to serve in archive_cluster.databases.")));
+		ac_last_full_log = now;
+	}
+}
+
+/* Is slot i taken: by the pool, or by a worker process not yet gone? */
 static bool
 ac_slot_busy(int i)
 {
 	pid_t		pid;
-	BgwHandleStatus st;
 
-	if (ac_shared->slots[i].pid != 0)
+	if (ac_pool->slots[i].state != AC_SLOT_FREE)
 		return true;
 	if (ac_handles[i] == NULL)
 		return false;
-	st = GetBackgroundWorkerPid(ac_handles[i], &pid);
-	return st == BGWH_STARTED || st == BGWH_NOT_YET_STARTED;
+	if (GetBackgroundWorkerPid(ac_handles[i], &pid) != BGWH_STOPPED)
+		return true;
+	pfree(ac_handles[i]);
+	ac_handles[i] = NULL;
+	return false;
 }
 
+/*
+ * Free the slots whose worker has gone without freeing its slot (it failed
+ * before attaching), and those that never attached.  Lock held.
+ */
 static void
-ac_start_worker(int i, AcDatabase *d)
+ac_reap_slots(TimestampTz now)
 {
+	int			i;
+
+	for (i = 0; i < ac_pool->nslots; i++)
+	{
+		AcWorkerSlot *s = &ac_pool->slots[i];
+		AcDatabaseEntry *db;
+		pid_t		pid;
+		bool		gone;
+
+		if (s->state == AC_SLOT_FREE)
+			continue;
+		if (ac_handles[i] != NULL)
+			gone = GetBackgroundWorkerPid(ac_handles[i], &pid) == BGWH_STOPPED;
+		else					/* started by a launcher before this one */
+			gone = s->state == AC_SLOT_STARTING &&
+				now >= TimestampTzPlusMilliseconds(s->launched_at, AC_STARTING_TIMEOUT_MS);
+		if (!gone)
+			continue;
+		db = ac_pool_find_database(s->dboid);
+		if (db != NULL)
+		{
+			db->slot = -1;
+			db->last_ended = now;
+		}
+		ac_pool_free_slot(i);
+	}
+}
+
+/* The due database served longest ago, or NULL.  Lock held. */
+static AcDatabaseEntry *
+ac_next_database(TimestampTz now)
+{
+	AcDatabaseEntry *best = NULL;
+	int			i;
+
+	for (i = 0; i < ac_pool->ndatabases; i++)
+	{
+		AcDatabaseEntry *db = &ac_pool->databases[i];
+
+		if (!OidIsValid(db->dboid) || !db->listed || db->slot >= 0 || ac_pool_due_at(db) > now)
+			continue;
+		if (best == NULL || db->last_started < best->last_started)
+			best = db;
+	}
+	return best;
+}
+
+/* Ask the postmaster for a worker in slot i for a database.  Lock held. */
+static bool
+ac_start_worker(int i, AcDatabaseEntry *db, TimestampTz now)
+{
+	AcWorkerSlot *s = &ac_pool->slots[i];
 	BackgroundWorker bgw;
+	MemoryContext oldcxt;
+	bool		started;
 
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -296,77 +267,125 @@ ac_start_worker(int i, AcDatabase *d)
 	bgw.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "archive_cluster");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "archive_cluster_worker_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "archive_cluster worker for database %s", d->name);
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "archive_cluster worker for database %s",
+			 NameStr(db->name));
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "archive_cluster worker");
-	bgw.bgw_main_arg = ObjectIdGetDatum(d->oid);
+	bgw.bgw_main_arg = Int32GetDatum(i);
+	memcpy(bgw.bgw_extra, &s->generation, sizeof(uint32));
 	bgw.bgw_notify_pid = MyProcPid;
 
-	if (ac_handles[i] != NULL)
-		pfree(ac_handles[i]);
-	ac_handles[i] = NULL;
-	if (!RegisterDynamicBackgroundWorker(&bgw, &ac_handles[i]))
-		ereport(WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("archive_cluster could not start a worker for database \"%s\"",
-						d->name),
-				 errhint("Raise max_worker_processes.")));
+	/* the handle outlives this tick */
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	started = RegisterDynamicBackgroundWorker(&bgw, &ac_handles[i]);
+	MemoryContextSwitchTo(oldcxt);
+	if (!started)
+	{
+		ac_handles[i] = NULL;
+		return false;
+	}
+	s->state = AC_SLOT_STARTING;
+	s->dboid = db->dboid;
+	s->launched_at = now;
+	s->activity = AC_ACT_STARTING;
+	db->slot = i;
+	db->last_started = now;
+	db->worker_starts++;
+	return true;
 }
 
-/* One pass: a worker for each database that needs one, none for others. */
-static void
-ac_launcher_tick(MemoryContext tickcxt)
+/*
+ * Start workers for the due databases while slots are free; the time to
+ * sleep before the next look.
+ */
+static long
+ac_launcher_tick(void)
 {
-	List	   *dbs = ac_database_list(tickcxt);
-	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz naptime = (TimestampTz) archive_cluster_naptime * USECS_PER_SEC;
+	TimestampTz wake = now + naptime;
+	int			busy = 0;
+	int			max_workers = Min(archive_cluster_max_workers, ac_pool->nslots);
+	int			waiting = 0;
+	bool		postmaster_full = false;
 	int			i;
 
-	LWLockAcquire(ac_shared->lock, LW_EXCLUSIVE);
-
-	/* databases dropped or no longer selected: stop their workers */
-	for (i = 0; i < ac_shared->nslots; i++)
+	if (now >= ac_last_refresh + naptime || ac_last_refresh > now)
 	{
-		AcWorkerSlot *slot = &ac_shared->slots[i];
-		bool		listed = false;
-
-		if (!OidIsValid(slot->dboid))
-			continue;
-		foreach(lc, dbs)
-			if (((AcDatabase *) lfirst(lc))->oid == slot->dboid)
-				listed = true;
-		if (listed)
-			continue;
-		if (slot->pid != 0)
-			kill(slot->pid, SIGTERM);
-		else if (!ac_slot_busy(i))
-			slot->dboid = InvalidOid;
+		ac_refresh_databases(now);
+		ac_last_refresh = now;
 	}
 
-	foreach(lc, dbs)
-	{
-		AcDatabase *d = lfirst(lc);
-		AcWorkerSlot *slot = ac_find_slot(d->oid);
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	ac_reap_slots(now);
+	for (i = 0; i < ac_pool->nslots; i++)
+		if (ac_slot_busy(i))
+			busy++;
 
-		if (slot == NULL)
+	while (archive_cluster_enabled && busy < max_workers)
+	{
+		AcDatabaseEntry *db = ac_next_database(now);
+
+		if (db == NULL)
+			break;
+		for (i = 0; i < ac_pool->nslots; i++)
+			if (!ac_slot_busy(i))
+				break;
+		if (i == ac_pool->nslots)
+			break;
+		if (!ac_start_worker(i, db, now))
 		{
-			for (i = 0; i < ac_shared->nslots && slot == NULL; i++)
-				if (!OidIsValid(ac_shared->slots[i].dboid) && !ac_slot_busy(i))
-				{
-					slot = &ac_shared->slots[i];
-					memset(slot, 0, sizeof(AcWorkerSlot));
-					slot->dboid = d->oid;
-				}
-			if (slot == NULL)
-				continue;		/* more databases than worker processes */
+			postmaster_full = true;
+			break;
 		}
-		i = slot - ac_shared->slots;
-		if (!archive_cluster_enabled || ac_slot_busy(i) || slot->hold_until > now)
-			continue;
-		slot->hold_until = TimestampTzPlusMilliseconds(now, archive_cluster_naptime * 1000L);
-		ac_start_worker(i, d);
+		busy++;
 	}
 
-	LWLockRelease(ac_shared->lock);
+	/* what waits for a slot, and when the next database falls due */
+	for (i = 0; i < ac_pool->ndatabases; i++)
+	{
+		AcDatabaseEntry *db = &ac_pool->databases[i];
+		TimestampTz due;
+
+		if (!OidIsValid(db->dboid) || !db->listed || db->slot >= 0)
+			continue;
+		due = ac_pool_due_at(db);
+		if (due + naptime <= now)
+			waiting++;
+		if (due > now)
+			wake = Min(wake, due);
+	}
+	LWLockRelease(ac_pool->lock);
+
+	if (!archive_cluster_enabled)
+		waiting = 0;
+	if ((waiting > 0 || postmaster_full) && now >= ac_last_wait_log + naptime)
+	{
+		if (postmaster_full)
+			ereport(LOG,
+					(errmsg("archive_cluster could not start a worker: no background worker slot is free"),
+					 errhint("Raise max_worker_processes, or lower archive_cluster.max_workers.")));
+		else
+			ereport(LOG,
+					(errmsg_plural("archive_cluster: %d database has waited longer than archive_cluster.naptime for a worker",
+								   "archive_cluster: %d databases have waited longer than archive_cluster.naptime for a worker",
+								   waiting, waiting),
+					 errhint("Raise archive_cluster.max_workers if this lasts.")));
+		ac_last_wait_log = now;
+	}
+
+	/* worker exits wake the launcher up; otherwise the next due time */
+	if (postmaster_full || !archive_cluster_enabled)
+		return archive_cluster_naptime * 1000L;
+	return Max((wake - now) / 1000, 100);
+}
+
+static void
+ac_launcher_detach(int code, Datum arg)
+{
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	if (ac_pool->launcher_pid == MyProcPid)
+		ac_pool->launcher_pid = 0;
+	LWLockRelease(ac_pool->lock);
 }
 
 void
@@ -382,32 +401,40 @@ archive_cluster_launcher_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("archive_cluster launcher");
 
+	if (ac_pool == NULL)
+		elog(ERROR, "archive_cluster must be loaded via shared_preload_libraries");
 	ac_handles = MemoryContextAllocZero(TopMemoryContext,
-										sizeof(BackgroundWorkerHandle *) * ac_shared->nslots);
+										sizeof(BackgroundWorkerHandle *) * ac_pool->nslots);
 	tickcxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster launcher",
 									ALLOCSET_DEFAULT_SIZES);
-	LWLockAcquire(ac_shared->lock, LW_EXCLUSIVE);
-	ac_shared->launcher_pid = MyProcPid;
-	LWLockRelease(ac_shared->lock);
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	ac_pool->launcher_pid = MyProcPid;
+	LWLockRelease(ac_pool->lock);
+	before_shmem_exit(ac_launcher_detach, (Datum) 0);
 
 	wait_event = ac_wait_event("ArchiveClusterLauncherMain");
 	ereport(LOG, (errmsg("archive_cluster launcher started")));
 
 	for (;;)
 	{
+		long		sleep_ms;
+		MemoryContext oldcxt;
+
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			ac_last_refresh = 0;	/* archive_cluster.databases may have changed */
 		}
 
-		ac_launcher_tick(tickcxt);
+		oldcxt = MemoryContextSwitchTo(tickcxt);
+		sleep_ms = ac_launcher_tick();
+		MemoryContextSwitchTo(oldcxt);
 		MemoryContextReset(tickcxt);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 archive_cluster_naptime * 1000L,
-						 wait_event);
+						 sleep_ms, wait_event);
 		ResetLatch(MyLatch);
 	}
 }

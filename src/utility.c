@@ -11,6 +11,10 @@
  *		that may not drop, rename or copy a database cannot stop its worker
  *		by trying (the statement then fails as usual, the worker stays).
  *
+ *		It also tells the launcher when CREATE EXTENSION archive_cluster
+ *		commits, so that the new database is served without waiting for
+ *		archive_cluster.extension_recheck_interval.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -28,8 +32,24 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "pool.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/* CREATE EXTENSION archive_cluster ran in this transaction */
+static bool ac_extension_created = false;
+
+static void
+ac_utility_xact_callback(XactEvent event, void *arg)
+{
+	if (!ac_extension_created)
+		return;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+		ac_pool_extension_created(MyDatabaseId);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		ac_extension_created = false;
+}
 
 /* The value of an option of a CREATE/ALTER DATABASE, if given. */
 static const char *
@@ -126,7 +146,7 @@ ac_process_utility(PlannedStmt *pstmt, const char *queryString,
 											context == PROCESS_UTILITY_TOPLEVEL);
 
 	if (OidIsValid(dboid))
-		ac_stop_database_worker(dboid);
+		ac_pool_stop_database_worker(dboid);
 
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context,
@@ -134,6 +154,10 @@ ac_process_utility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	if (IsA(pstmt->utilityStmt, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) pstmt->utilityStmt)->extname, "archive_cluster") == 0)
+		ac_extension_created = true;
 }
 
 void
@@ -141,4 +165,5 @@ ac_utility_hook_install(void)
 {
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = ac_process_utility;
+	RegisterXactCallback(ac_utility_xact_callback, NULL);
 }

@@ -1,18 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *		The per-database background worker, started by the launcher
- *		(launcher.c): each archive_cluster.naptime it looks at every
- *		registered table of its database and archives the ones that are due,
- *		with nobody calling anything.
+ *		A worker of the pool (pool.h), started by the launcher (launcher.c)
+ *		for one database: it makes one pass over the registered tables of
+ *		that database, archives the ones that are due, with nobody calling
+ *		anything, and exits.
  *
  *		The test of whether a table is due uses statistics only
  *		(ac_table_due()); a due table is run like archive_cluster_run() does,
  *		as the table's owner, one batch per transaction, and then its
- *		<t>_current is vacuumed.  An error in one
- *		table is logged and recorded in archive_cluster_runs and the worker
- *		goes on with the others.  The worker exits when the extension is no
- *		longer installed in its database.
+ *		<t>_current is vacuumed.  An error in one table is logged and
+ *		recorded in archive_cluster_runs and the worker goes on with the
+ *		others; that table waits naptime x 2^failures (at most an hour),
+ *		counted from the run history.  After archive_cluster.worker_time_slice
+ *		the worker stops at the next batch boundary and leaves the rest to
+ *		its database's next turn.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +41,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "pool.h"
 #include "threshold.h"
 
 PGDLLEXPORT void archive_cluster_worker_main(Datum main_arg);
@@ -49,64 +52,19 @@ static MemoryContext ac_cycle_cxt = NULL;
 static MemoryContext ac_vacuum_cxt = NULL;
 
 /*
- * The first cycle of a worker looks at every table: the cumulative
- * statistics it trusts afterwards are lost in a crash and may be reset.
+ * Unless a worker looked at every table of this database since the server
+ * started, the cumulative statistics it relies on may have been lost in a
+ * crash or reset: then every table is looked at.
  */
-static bool ac_first_cycle = true;
+static bool ac_stats_trusted = false;
 
-/*
- * A table whose run failed is tried again after naptime x 2^failures (at
- * most an hour), so that a lasting error does not fill the run history.
- */
-typedef struct AcBackoff
+/* When this worker leaves its database to others (worker_time_slice). */
+static TimestampTz ac_slice_end = 0;
+
+static bool
+ac_slice_over(void)
 {
-	Oid			relation;
-	int			failures;
-	TimestampTz next_try;
-} AcBackoff;
-
-static List *ac_backoffs = NIL;	/* in TopMemoryContext */
-
-static AcBackoff *
-ac_backoff_of(Oid relation)
-{
-	ListCell   *lc;
-
-	foreach(lc, ac_backoffs)
-		if (((AcBackoff *) lfirst(lc))->relation == relation)
-			return lfirst(lc);
-	return NULL;
-}
-
-static void
-ac_backoff_failed(Oid relation)
-{
-	AcBackoff  *b = ac_backoff_of(relation);
-	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	int64		secs;
-
-	if (b == NULL)
-	{
-		b = palloc0(sizeof(AcBackoff));
-		b->relation = relation;
-		ac_backoffs = lappend(ac_backoffs, b);
-	}
-	MemoryContextSwitchTo(oldcxt);
-	b->failures++;
-	secs = Min((int64) archive_cluster_naptime << Min(b->failures, 20), 3600);
-	b->next_try = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), secs * 1000);
-}
-
-static void
-ac_backoff_succeeded(Oid relation)
-{
-	AcBackoff  *b = ac_backoff_of(relation);
-
-	if (b != NULL)
-	{
-		ac_backoffs = list_delete_ptr(ac_backoffs, b);
-		pfree(b);
-	}
+	return GetCurrentTimestamp() >= ac_slice_end;
 }
 
 static void
@@ -244,18 +202,18 @@ ac_worker_vacuum(Oid current)
 
 /*
  * Archive one table if it is due: one batch per transaction, until nothing
- * is left or archive_cluster.max_runtime has passed, then vacuum its current
- * table.  A table whose last run failed waits for its backoff.
+ * is left, archive_cluster.max_runtime has passed or the worker's time
+ * slice is over, then vacuum its current table.  A table whose last runs
+ * failed waits for its backoff.  True when it was left with rows to move.
  */
-static void
+static bool
 ac_worker_table(Oid relation)
 {
 	TimestampTz deadline = 0;
-	AcBackoff  *b = ac_backoff_of(relation);
 	volatile Oid current = InvalidOid;	/* set once a batch moved rows */
+	volatile bool first = true;
+	bool		more = false;
 
-	if (b != NULL && GetCurrentTimestamp() < b->next_try)
-		return;
 	if (archive_cluster_max_runtime > 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   archive_cluster_max_runtime * 1000L);
@@ -279,13 +237,15 @@ ac_worker_table(Oid relation)
 			ac_begin("archive_cluster: checking a table");
 			name = get_rel_name(relation);
 			/* a configuration row left by a drop (event triggers off): skip */
-			if (name != NULL && ac_load_config(relation, &cfg))
+			if (name != NULL && ac_load_config(relation, &cfg) &&
+				!(first && ac_run_backoff_until(relation) > started))
 			{
 				relname = MemoryContextStrdup(ac_cycle_cxt, name);
 				ac_compute_threshold(&cfg, &th);
-				if (ac_first_cycle || ac_table_due(&cfg, th.rows))
+				if (!first || !ac_stats_trusted || ac_table_due(&cfg, th.rows))
 				{
 					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
+					ac_pool_worker_activity(AC_ACT_ARCHIVING, relation);
 					ac_run_table(&cfg, false, 1, "worker", &res);
 					ran = true;
 					if (res.rows > 0)
@@ -315,16 +275,14 @@ ac_worker_table(Oid relation)
 			{
 				ac_report_caught(edata, WARNING, relname);
 				ac_worker_record_error(relation, started, edata->message);
-				ac_backoff_failed(relation);
 			}
 			failed = true;
 		}
 		PG_END_TRY();
+		first = false;
 		if (failed)
 			break;				/* not inside PG_TRY: that is a loop of its own */
 
-		if (ran)
-			ac_backoff_succeeded(relation);
 		if (ran && res.batches > 0)
 		{
 			double		secs = (res.finished - res.started) / 1000000.0;
@@ -336,13 +294,22 @@ ac_worker_table(Oid relation)
 								   (long long) res.rows, relname, res.batches, secs,
 								   secs > 0 ? res.rows / secs : 0)));
 		}
-		if (!res.more)
+		if (!ran || !res.more)
 			break;
-		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
+		if ((deadline != 0 && GetCurrentTimestamp() >= deadline) || ac_slice_over() ||
+			!archive_cluster_enabled)
+		{
+			more = true;
 			break;
+		}
 	}
 	if (OidIsValid(current))
+	{
+		ac_pool_worker_activity(AC_ACT_VACUUMING, relation);
 		ac_worker_vacuum(current);
+	}
+	ac_pool_worker_activity(AC_ACT_CHECKING, InvalidOid);
+	return more;
 }
 
 /*
@@ -361,73 +328,77 @@ ac_worker_set_lock_timeout(void)
 	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
 }
 
-/* One pass over the registered tables; false when the extension is gone. */
-static bool
-ac_worker_cycle(void)
+/*
+ * One pass over the registered tables of the database, then tell the pool
+ * what was found: the extension missing, or work left for another turn.
+ */
+static void
+ac_worker_pass(void)
 {
 	bool		installed;
+	bool		more = false;
+	bool		all = true;
 	List	   *relations;
 	ListCell   *lc;
 
-	MemoryContextReset(ac_cycle_cxt);
 	relations = ac_worker_relations(&installed);
 	if (!installed)
-		return false;
-	if (!archive_cluster_enabled)
-		return true;
+	{
+		ac_pool_worker_done(AC_DB_ABSENT, false, false);
+		return;
+	}
 	foreach(lc, relations)
 	{
-		ac_worker_table(lfirst_oid(lc));
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			ac_worker_set_lock_timeout();
-			if (!archive_cluster_enabled)
-				return true;
 		}
+		if (!archive_cluster_enabled)
+		{
+			all = false;
+			break;
+		}
+		if (ac_slice_over())
+		{
+			/* the others wait: the rest of the list in a later turn */
+			more = true;
+			all = false;
+			break;
+		}
+		if (ac_worker_table(lfirst_oid(lc)))
+			more = true;
 	}
-	ac_first_cycle = false;
-	return true;
+	ac_pool_worker_done(AC_DB_INSTALLED, more, all);
 }
 
 void
 archive_cluster_worker_main(Datum main_arg)
 {
-	Oid			dboid = DatumGetObjectId(main_arg);
-	uint32		wait_event;
+	uint32		generation;
+	Oid			dboid;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
+	/* the slot first: a DROP DATABASE meanwhile holds this worker back */
+	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint32));
+	dboid = ac_pool_worker_attach(DatumGetInt32(main_arg), generation, &ac_stats_trusted);
+	if (!OidIsValid(dboid))
+		proc_exit(0);
+	ac_slice_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   archive_cluster_worker_time_slice * 1000L);
+
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
-	ac_worker_attach(dboid);
 	pgstat_report_appname("archive_cluster worker");
 	ac_cycle_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster worker",
 										 ALLOCSET_DEFAULT_SIZES);
 	ac_vacuum_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster vacuum",
 										  ALLOCSET_DEFAULT_SIZES);
-	wait_event = ac_wait_event("ArchiveClusterWorkerMain");
 	ac_worker_set_lock_timeout();
 
-	for (;;)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-			ac_worker_set_lock_timeout();
-		}
-		if (!ac_worker_cycle())
-			break;
-
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 archive_cluster_naptime * 1000L, wait_event);
-		ResetLatch(MyLatch);
-	}
-
-	/* the extension is not (or no longer) installed here */
+	ac_worker_pass();
 	proc_exit(0);
 }
