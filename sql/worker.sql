@@ -38,9 +38,15 @@ SELECT relation, rows_moved, batches, started_by, run_as, error
 FROM archive_cluster_runs WHERE relation IN ('wk'::regclass, 'wk_small'::regclass);
 SELECT (SELECT count(*) FROM wk_current) AS cur, (SELECT count(*) FROM wk_archive) AS arc,
 	   checksum('wk') = :'before' AS same_rows;
-SELECT count(*) AS workers FROM pg_stat_activity
-WHERE backend_type = 'archive_cluster worker' AND datname = current_database()
-  AND application_name = 'archive_cluster worker';
+-- the pool served this database: the extension is known to be here
+SELECT extension, worker_starts > 0 AS served, last_worker_start IS NOT NULL AS started
+FROM archive_cluster_databases WHERE datname = current_database();
+SHOW archive_cluster.max_workers;
+-- the pool's views are for pg_monitor: a table owner sees no other database's work
+SET ROLE ac_owner;
+SELECT count(*) FROM archive_cluster_workers;
+SELECT count(*) FROM archive_cluster_databases;
+RESET ROLE;
 SELECT count(*) AS small_current FROM wk_small_current;
 
 ALTER SYSTEM RESET archive_cluster.enabled;

@@ -18,6 +18,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -334,17 +335,29 @@ ac_report_caught(ErrorData *edata, int elevel, const char *relname)
 /*
  * Test hook: with archive_cluster.debug_pause naming this phase, wait until
  * no session holds the advisory lock (AC_PAUSE_LOCK_KEY, phase), as taken by
- * pg_advisory_lock(1094930497, phase).
+ * pg_advisory_lock(1094930497, phase).  The wait is not bounded by
+ * lock_timeout (the worker's is archive_cluster.lock_timeout): a test holds
+ * the lock as long as it needs.
  */
 void
 ac_pause_point(const char *name, int phase)
 {
 	LOCKTAG		tag;
+	int			save_lock_timeout = LockTimeout;
 
 	if (archive_cluster_debug_pause == NULL || archive_cluster_debug_pause[0] == '\0' ||
 		strstr(archive_cluster_debug_pause, name) == NULL)
 		return;
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_PAUSE_LOCK_KEY, phase, 2);
-	(void) LockAcquire(&tag, ShareLock, false, false);
+	LockTimeout = 0;
+	PG_TRY();
+	{
+		(void) LockAcquire(&tag, ShareLock, false, false);
+	}
+	PG_FINALLY();
+	{
+		LockTimeout = save_lock_timeout;
+	}
+	PG_END_TRY();
 	LockRelease(&tag, ShareLock, false);
 }

@@ -160,6 +160,8 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
 static void
 ac_worker_vacuum(Oid current)
 {
+	/* the run's deletes counted before the VACUUM that clears them */
+	pgstat_report_stat(true);
 	PG_TRY();
 	{
 		char	   *nspname;

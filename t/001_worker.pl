@@ -1,7 +1,8 @@
-# The background worker: a launcher and one worker per database, archiving
-# registered tables with nobody calling anything; configuration reloads,
-# a worker killed in the middle of a run, DROP EXTENSION / DROP DATABASE,
-# a hot standby.
+# The background workers: a launcher and a pool of short-lived workers,
+# archiving registered tables with nobody calling anything; configuration
+# reloads, a worker killed in the middle of a run, DROP EXTENSION / DROP
+# DATABASE, a hot standby.  (The pool's bounds with many databases:
+# t/009_worker_pool.pl.)
 use strict;
 use warnings;
 
@@ -60,29 +61,23 @@ sub worker_count
 	return "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = '$db'";
 }
 
-sub workers_are
-{
-	my ($db, $n) = @_;
-	return $node->poll_query_until('postgres', 'SELECT (' . worker_count($db) . ") = $n");
-}
-
 # --- the launcher starts with the server
 ok( $node->poll_query_until(
 		'postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'archive_cluster launcher'"),
 	'launcher runs with the library preloaded');
 
-# --- a database created after start-up gets a worker once the extension is there
+# --- a database created after start-up gets a worker once the extension is
+# there; "mon" watches the pool (archive_cluster_databases) from outside "app"
+$node->safe_psql('postgres', 'CREATE DATABASE mon');
+$node->safe_psql('mon', 'CREATE EXTENSION archive_cluster');
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION archive_cluster');
-ok(workers_are('app', 1),
-	'a new database gets a worker after CREATE EXTENSION');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT application_name FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'"
+ok( $node->poll_query_until(
+		'mon',
+		"SELECT extension = 'installed' AND worker_starts >= 1 AND last_worker_end IS NOT NULL FROM archive_cluster_databases WHERE datname = 'app'"
 	),
-	'archive_cluster worker',
-	'the worker shows its application_name');
+	'a new database gets a worker after CREATE EXTENSION, which looks and exits');
 
 # --- it archives a due table with no manual call
 make_table('app', 'pay', 60000);
@@ -149,6 +144,14 @@ my $vacuuming = "SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_
 ok($node->poll_query_until('app', "SELECT EXISTS ($vacuuming)"),
 	'the worker VACUUM of vac_current waits for the index lock');
 my $vacuum_pid = $node->safe_psql('app', $vacuuming);
+is( $node->safe_psql('app',
+		"SELECT application_name FROM pg_stat_activity WHERE pid = $vacuum_pid"),
+	'archive_cluster worker',
+	'the worker shows its application_name');
+is( $node->safe_psql('app',
+		"SELECT datname || ' ' || activity || ' ' || relation FROM archive_cluster_workers WHERE pid = $vacuum_pid"),
+	'app vacuuming vac',
+	'archive_cluster_workers: the worker vacuums vac in app');
 my $dump_offset = -s $node->logfile;
 $node->safe_psql('app', "SELECT pg_log_backend_memory_contexts($vacuum_pid)");
 $node->wait_for_log(qr/Grand total: /, $dump_offset);
@@ -165,8 +168,7 @@ ok( $node->poll_query_until(
 	'the VACUUM completes once the index lock is gone');
 
 # --- an error in one table is logged and recorded; the worker goes on with the others
-my $worker_pid = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'");
+my $error_offset = -s $node->logfile;
 $node->safe_psql(
 	'app', q{
 BEGIN;
@@ -190,12 +192,8 @@ ok($node->log_contains(qr/WARNING:  cannot archive rows of "bad" because of uniq
 	'and logged with its detail, hint and the table');
 is($node->safe_psql('app', 'SELECT count(*) FROM bad_current'),
 	'30000', 'the failed run moved nothing');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker' AND datname = 'app'"
-	),
-	$worker_pid,
-	'the worker survived the error');
+ok( !$node->log_contains(qr/archive_cluster worker[^\n]*exited with exit code/, $error_offset),
+	'the worker survived the error: it ended its pass normally');
 sleep(3);
 is($node->safe_psql('app', "SELECT count(*) <= 3 FROM archive_cluster_runs WHERE relation = 'bad'::regclass"),
 	't', 'a failing table is retried with a backoff, not every naptime');
@@ -282,18 +280,45 @@ $node->reload;
 ok(archived('app', 'crash', 60000), 'the next run completes');
 is(state_of('app', 'crash'), $before, 'and keeps every row once');
 
-# --- DROP EXTENSION stops the worker
+# --- DROP EXTENSION: the launcher notices, and starts no worker there for
+# archive_cluster.extension_recheck_interval (600 s)
 $node->safe_psql('app', 'DROP EXTENSION archive_cluster CASCADE');
-ok(workers_are('app', 0),
-	'DROP EXTENSION stops the worker');
+ok( $node->poll_query_until(
+		'mon', "SELECT extension = 'absent' FROM archive_cluster_databases WHERE datname = 'app'"),
+	'DROP EXTENSION: app is known to have no extension');
+my $starts = $node->safe_psql('mon',
+	"SELECT worker_starts FROM archive_cluster_databases WHERE datname = 'app'");
+sleep(4);
+is( $node->safe_psql(
+		'mon', "SELECT worker_starts FROM archive_cluster_databases WHERE datname = 'app'"),
+	$starts,
+	'no worker starts in a database without the extension (4 naptimes)');
 
-# --- DROP DATABASE is not blocked by the worker
+# --- DROP DATABASE is not blocked by a worker in the middle of a run there.
+# A CHECK constraint on the archive that sleeps 10 ms a row keeps the
+# worker in its run for minutes; without the stop, DROP DATABASE would give
+# up after 5 s ("being accessed by other users").
 $node->safe_psql('postgres', 'CREATE DATABASE gone');
 $node->safe_psql('gone', 'CREATE EXTENSION archive_cluster');
-ok(workers_are('gone', 1),
-	'worker in the database to drop');
+$node->safe_psql('gone', q{
+BEGIN;
+CREATE TABLE pay (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
+INSERT INTO pay SELECT g, g % 50, now() - interval '3 hours' FROM generate_series(1, 30000) g;
+SELECT archive_cluster_register('pay', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
+CREATE FUNCTION slow(int) RETURNS boolean LANGUAGE sql AS 'SELECT pg_sleep(0.01) IS NOT NULL';
+ALTER TABLE pay_archive ADD CHECK (slow(cid));
+COMMIT;
+});
+ok( $node->poll_query_until(
+		'mon',
+		"SELECT count(*) = 1 FROM archive_cluster_workers WHERE datname = 'gone' AND activity = 'archiving'"),
+	'a worker archives in the database to drop');
+$log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'DROP DATABASE gone');
 is($node->safe_psql('postgres', worker_count('gone')), '0', 'DROP DATABASE stops the worker and succeeds');
+ok($node->log_contains(qr/terminating background worker "archive_cluster worker" due to administrator command/,
+		$log_offset),
+	'the worker was stopped, not finished');
 
 # --- a hot standby runs no launcher nor worker
 $node->safe_psql('postgres', 'CREATE DATABASE app2');

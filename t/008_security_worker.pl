@@ -9,8 +9,8 @@
 #    archives owner1's table registered after it, and archives owner2's
 #    table once the lock is gone.
 # 3. evil's failing DROP DATABASE, ALTER DATABASE ... RENAME and CREATE
-#    DATABASE ... TEMPLATE of the database do not stop its worker (same pid
-#    afterwards, and it goes on archiving).
+#    DATABASE ... TEMPLATE of the database do not stop its worker (a worker
+#    held in the middle of a run is still there afterwards and completes).
 use strict;
 use warnings;
 
@@ -112,9 +112,21 @@ ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t2_archive'),
 	't2 is archived once its lock is gone');
 $evil->query_safe('SELECT pg_advisory_unlock_all()');
 
-# --- 3. failing database commands of evil leave the worker alone
+# --- 3. failing database commands of evil leave the worker alone.  A worker
+# is held in the middle of its run of t4 (debug_pause 'locked': it waits for
+# an advisory lock the test holds), so that it would be gone if they stopped it.
+my $pauser = $node->background_psql('app');
+$pauser->query_safe('SELECT pg_advisory_lock(1094930497, 1)');
+$node->safe_psql('app', "ALTER SYSTEM SET archive_cluster.debug_pause = 'locked'");
+$node->reload;
+make_table('owner1', 't4');
+ok( $node->poll_query_until(
+		'app',
+		"SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		 WHERE l.locktype = 'advisory' AND l.classid = 1094930497 AND l.objid = 1
+		   AND NOT l.granted AND a.backend_type = 'archive_cluster worker'"),
+	'a worker is in the middle of its run of t4');
 my $pid = worker_pid();
-ok($pid ne '', 'the database has a worker');
 for my $cmd ('DROP DATABASE app',
 	'ALTER DATABASE app RENAME TO app2',
 	'CREATE DATABASE evil_copy TEMPLATE app')
@@ -127,10 +139,14 @@ for my $cmd ('DROP DATABASE app',
 sleep(2);
 is(worker_pid(), $pid, "the worker survived evil's database commands");
 
-make_table('owner1', 't4');
+$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.debug_pause');
+$node->reload;
+$pauser->query_safe('SELECT pg_advisory_unlock(1094930497, 1)');
+$pauser->quit;
 ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t4_archive'),
-	'and it goes on archiving');
-is(worker_pid(), $pid, 'with the same worker');
+	'and that worker completes its run');
+ok( !$node->log_contains(qr/terminating background worker "archive_cluster worker/),
+	'no archive_cluster worker was stopped');
 
 $evil->quit;
 $owner2->quit;
