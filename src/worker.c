@@ -40,7 +40,6 @@
 #include "utils/timestamp.h"
 
 #include "archive_cluster.h"
-#include "compat.h"
 #include "pool.h"
 #include "threshold.h"
 
