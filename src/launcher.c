@@ -59,6 +59,7 @@ static BackgroundWorkerHandle **ac_handles = NULL;
 
 /* when pg_database was last read, and the last lines of the log */
 static TimestampTz ac_last_refresh = 0;
+static TimestampTz ac_enabled_since = 0;	/* 0: archive_cluster.enabled is off */
 static TimestampTz ac_last_wait_log = 0;
 static TimestampTz ac_last_full_log = 0;
 
@@ -309,6 +310,11 @@ ac_launcher_tick(void)
 	bool		postmaster_full = false;
 	int			i;
 
+	if (!archive_cluster_enabled)
+		ac_enabled_since = 0;
+	else if (ac_enabled_since == 0)
+		ac_enabled_since = now;
+
 	if (now >= ac_last_refresh + naptime || ac_last_refresh > now)
 	{
 		ac_refresh_databases(now);
@@ -349,15 +355,14 @@ ac_launcher_tick(void)
 		if (!OidIsValid(db->dboid) || !db->listed || db->slot >= 0)
 			continue;
 		due = ac_pool_due_at(db);
-		if (due + naptime <= now)
+		/* waiting for a slot, not for archive_cluster.enabled */
+		if (ac_enabled_since != 0 && Max(due, ac_enabled_since) + naptime <= now)
 			waiting++;
 		if (due > now)
 			wake = Min(wake, due);
 	}
 	LWLockRelease(ac_pool->lock);
 
-	if (!archive_cluster_enabled)
-		waiting = 0;
 	if ((waiting > 0 || postmaster_full) && now >= ac_last_wait_log + naptime)
 	{
 		if (postmaster_full)

@@ -314,19 +314,25 @@ ac_worker_table(Oid relation)
 }
 
 /*
- * Every lock wait of the worker is bounded by archive_cluster.lock_timeout:
- * a run takes its tables' locks with that bound itself (run.c), and any
- * other wait (a row or key another transaction holds) ends in an error
- * that skips the table until the next cycle.  So no lock, held by whoever,
- * stalls the archiving of the database's other tables.
+ * The worker's own settings:
+ * - every lock wait is bounded by archive_cluster.lock_timeout: a run takes
+ *   its tables' locks with that bound itself (run.c), and any other wait (a
+ *   row or key another transaction holds) ends in an error that skips the
+ *   table until the next pass.  So no lock, held by whoever, stalls the
+ *   archiving of the database's other tables.
+ * - no parallel workers, for its queries or its VACUUM: the pool holds at
+ *   most archive_cluster.max_workers of max_worker_processes, and parallel
+ *   query and other extensions share the rest.
  */
 static void
-ac_worker_set_lock_timeout(void)
+ac_worker_set_limits(void)
 {
 	char		buf[32];
 
 	snprintf(buf, sizeof(buf), "%d", Max(archive_cluster_lock_timeout, 1));
 	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("max_parallel_workers_per_gather", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("max_parallel_maintenance_workers", "0", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /*
@@ -354,7 +360,7 @@ ac_worker_pass(void)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			ac_worker_set_lock_timeout();
+			ac_worker_set_limits();
 		}
 		if (!archive_cluster_enabled)
 		{
@@ -398,7 +404,7 @@ archive_cluster_worker_main(Datum main_arg)
 										 ALLOCSET_DEFAULT_SIZES);
 	ac_vacuum_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster vacuum",
 										  ALLOCSET_DEFAULT_SIZES);
-	ac_worker_set_lock_timeout();
+	ac_worker_set_limits();
 
 	ac_worker_pass();
 	proc_exit(0);

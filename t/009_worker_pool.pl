@@ -44,6 +44,10 @@ archive_cluster.extension_recheck_interval = 3600
 archive_cluster.enabled = off
 autovacuum = off
 log_statement = none
+# any index is big enough for a parallel VACUUM, any table for a parallel
+# scan: the pool's workers must use none (they would take slots of the 8)
+min_parallel_index_scan_size = 0
+min_parallel_table_scan_size = 0
 });
 $node->start;
 
@@ -80,7 +84,7 @@ ALTER TABLE big SET (parallel_workers = $par);
 VACUUM ANALYZE big;
 CREATE TABLE pool_sampler_stop (stop bool);
 CREATE TABLE pool_samples (samples int, max_backends int, max_slots int,
-	max_lifetime_s float8, max_gap_s float8, unfair int);
+	max_lifetime_s float8, max_gap_s float8, unfair int, max_helpers int);
 });
 like(
 	$node->safe_psql('db01', "$par_settings EXPLAIN (COSTS OFF) SELECT count(*) FROM big"),
@@ -116,6 +120,8 @@ $sampler->query_until(
 DO $$ -- pool sampler
 DECLARE
 	n int;
+	nhelpers int;
+	max_helpers int := 0;
 	nslots int;
 	age interval;
 	is_unfair bool;
@@ -132,6 +138,10 @@ BEGIN
 		PERFORM pg_stat_clear_snapshot();
 		SELECT count(*) INTO n FROM pg_stat_activity
 		WHERE backend_type = 'archive_cluster worker';
+		SELECT count(*) INTO nhelpers FROM pg_stat_activity p
+		JOIN pg_stat_activity l ON l.pid = p.leader_pid
+		WHERE l.backend_type = 'archive_cluster worker' AND p.pid <> l.pid;
+		max_helpers := greatest(max_helpers, nhelpers);
 		SELECT count(*) INTO nslots FROM archive_cluster_workers;
 		SELECT max(CASE WHEN slot IS NOT NULL THEN clock_timestamp() - last_worker_start
 						ELSE last_worker_end - last_worker_start END),
@@ -153,7 +163,7 @@ BEGIN
 		PERFORM pg_sleep(0.01);
 	END LOOP;
 	INSERT INTO pool_samples VALUES (samples, max_n, max_slots,
-		extract(epoch FROM max_age), extract(epoch FROM max_gap), unfair);
+		extract(epoch FROM max_age), extract(epoch FROM max_gap), unfair, max_helpers);
 END
 $$;
 });
@@ -259,7 +269,7 @@ $node->safe_psql('db01', 'INSERT INTO pool_sampler_stop VALUES (true)');
 ok($node->poll_query_until('db01', 'SELECT count(*) = 1 FROM pool_samples'),
 	'the sampler stopped');
 $sampler->quit;
-my ($samples, $max_backends, $max_slots, $max_life, $max_gap, $unfair) = split /\|/,
+my ($samples, $max_backends, $max_slots, $max_life, $max_gap, $unfair, $max_helpers) = split /\|/,
   $node->safe_psql('db01', 'SELECT * FROM pool_samples');
 note "$samples samples: at most $max_backends workers in pg_stat_activity, "
   . "$max_slots slots in archive_cluster_workers; longest worker lifetime seen ${max_life} s, "
@@ -270,6 +280,8 @@ ok($max_slots <= $slots && $max_slots > 0,
 	"at most $slots slots in archive_cluster_workers at any look (seen: $max_slots)");
 is($unfair, 0,
 	'no database had its second worker while another waited for its first (oldest-served first)');
+is($max_helpers, 0,
+	'the pool workers started no parallel worker (for a query or a VACUUM) at any look');
 
 # --- the time bound, from the design.  The launcher ticks at most naptime
 # after the reload (disabled, it sleeps naptime; the reload sets its latch).
