@@ -176,7 +176,7 @@ ac_define_gucs(void)
 							"Databases beyond it are not archived by workers, and the "
 							"launcher says so in the log.",
 							&archive_cluster_max_databases,
-							1024, 1, 1000000,
+							1024, 1, 100000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 

@@ -41,6 +41,7 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "tcop/tcopprot.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -83,8 +84,9 @@ ac_launcher_register(void)
 /* A database the launcher may serve, as read from pg_database. */
 typedef struct AcListedDatabase
 {
-	Oid			oid;
+	Oid			oid;			/* hash key */
 	NameData	name;
+	bool		tracked;		/* has an entry in the pool */
 } AcListedDatabase;
 
 /* The connectable, non-template, selected databases. */
@@ -129,46 +131,77 @@ ac_read_databases(void)
 
 /*
  * Bring the database entries in line with pg_database: new databases get
- * an entry, dropped or deselected ones lose theirs (and their worker).
+ * an entry, dropped or deselected ones lose theirs (and their worker).  In
+ * time linear in the number of databases: the listed ones are looked up in
+ * a hash table.
  */
 static void
 ac_refresh_databases(TimestampTz now)
 {
 	List	   *listed = ac_read_databases();
 	ListCell   *lc;
+	HASHCTL		ctl;
+	HTAB	   *byoid;
 	int			untracked = 0;
 	int			i;
 
-	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
-	for (i = 0; i < ac_pool->ndatabases; i++)
-		ac_pool->databases[i].listed = false;
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(AcListedDatabase);
+	ctl.hcxt = CurrentMemoryContext;
+	byoid = hash_create("archive_cluster databases", Max(list_length(listed), 16), &ctl,
+						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	foreach(lc, listed)
 	{
 		AcListedDatabase *d = lfirst(lc);
-		AcDatabaseEntry *db = ac_pool_find_database(d->oid);
+		AcListedDatabase *e = hash_search(byoid, &d->oid, HASH_ENTER, NULL);
 
-		if (db == NULL)
-			db = ac_pool_add_database(d->oid);
+		e->name = d->name;
+		e->tracked = false;
+	}
+
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	for (i = 0; i < ac_pool->ndatabases; i++)
+	{
+		AcDatabaseEntry *db = &ac_pool->databases[i];
+		AcListedDatabase *e;
+
+		if (!OidIsValid(db->dboid))
+			continue;
+		e = hash_search(byoid, &db->dboid, HASH_FIND, NULL);
+		db->listed = (e != NULL);
+		if (e != NULL)
+		{
+			e->tracked = true;
+			db->name = e->name;
+		}
+		else if (db->hold_until > now)
+			continue;			/* being dropped or renamed */
+		else if (db->slot < 0)
+			db->dboid = InvalidOid;
+		else if (ac_pool->slots[db->slot].pid != 0)
+			kill(ac_pool->slots[db->slot].pid, SIGTERM);
+	}
+	foreach(lc, listed)
+	{
+		AcListedDatabase *e = hash_search(byoid, &((AcListedDatabase *) lfirst(lc))->oid,
+										  HASH_FIND, NULL);
+		AcDatabaseEntry *db;
+
+		if (e->tracked)
+			continue;
+		db = ac_pool_add_database(e->oid);
+		if (db == NULL && ac_pool_evict_database() != NULL)
+			db = ac_pool_add_database(e->oid);
 		if (db == NULL)
 		{
 			untracked++;
 			continue;
 		}
-		db->name = d->name;
+		db->name = e->name;
 		db->listed = true;
 	}
-	for (i = 0; i < ac_pool->ndatabases; i++)
-	{
-		AcDatabaseEntry *db = &ac_pool->databases[i];
-
-		if (!OidIsValid(db->dboid) || db->listed || db->hold_until > now)
-			continue;
-		if (db->slot < 0)
-			db->dboid = InvalidOid;
-		else if (ac_pool->slots[db->slot].pid != 0)
-			kill(ac_pool->slots[db->slot].pid, SIGTERM);
-	}
 	LWLockRelease(ac_pool->lock);
+	hash_destroy(byoid);
 
 	if (untracked > 0 && now >= ac_last_full_log +
 		(TimestampTz) archive_cluster_extension_recheck_interval * USECS_PER_SEC)
@@ -229,6 +262,7 @@ ac_reap_slots(TimestampTz now)
 		{
 			db->slot = -1;
 			db->last_ended = now;
+			db->failed_starts++;	/* it never attached */
 		}
 		ac_pool_free_slot(i);
 	}
@@ -253,13 +287,47 @@ ac_next_database(TimestampTz now)
 	return best;
 }
 
-/* Ask the postmaster for a worker in slot i for a database.  Lock held. */
+/*
+ * Give a free slot to the due database served longest ago, or return -1
+ * when there is no free slot or no due database.  Lock held.
+ */
+static int
+ac_reserve_slot(TimestampTz now)
+{
+	AcDatabaseEntry *db = ac_next_database(now);
+	AcWorkerSlot *s;
+	int			i;
+
+	if (db == NULL)
+		return -1;
+	for (i = 0; i < ac_pool->nslots; i++)
+		if (!ac_slot_busy(i))
+			break;
+	if (i == ac_pool->nslots)
+		return -1;
+	s = &ac_pool->slots[i];
+	s->state = AC_SLOT_STARTING;
+	s->dboid = db->dboid;
+	s->launched_at = now;
+	s->activity = AC_ACT_STARTING;
+	db->slot = i;
+	db->last_started = now;
+	db->worker_starts++;
+	return i;
+}
+
+/*
+ * Ask the postmaster for the worker of slot i (reserved), without the
+ * pool's lock; on failure the slot is given up again.
+ */
 static bool
-ac_start_worker(int i, AcDatabaseEntry *db, TimestampTz now)
+ac_start_worker(int i, TimestampTz now)
 {
 	AcWorkerSlot *s = &ac_pool->slots[i];
 	BackgroundWorker bgw;
 	MemoryContext oldcxt;
+	AcDatabaseEntry *db;
+	uint32		generation;
 	bool		started;
 
 	memset(&bgw, 0, sizeof(bgw));
@@ -268,30 +336,38 @@ ac_start_worker(int i, AcDatabaseEntry *db, TimestampTz now)
 	bgw.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "archive_cluster");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "archive_cluster_worker_main");
+	LWLockAcquire(ac_pool->lock, LW_SHARED);
+	generation = s->generation;
+	db = ac_pool_find_database(s->dboid);
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "archive_cluster worker for database %s",
-			 NameStr(db->name));
+			 db != NULL ? NameStr(db->name) : "?");
+	LWLockRelease(ac_pool->lock);
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "archive_cluster worker");
 	bgw.bgw_main_arg = Int32GetDatum(i);
-	memcpy(bgw.bgw_extra, &s->generation, sizeof(uint32));
+	memcpy(bgw.bgw_extra, &generation, sizeof(uint32));
 	bgw.bgw_notify_pid = MyProcPid;
 
 	/* the handle outlives this tick */
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	started = RegisterDynamicBackgroundWorker(&bgw, &ac_handles[i]);
 	MemoryContextSwitchTo(oldcxt);
-	if (!started)
+	if (started)
+		return true;
+
+	ac_handles[i] = NULL;
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	if (s->generation == generation && s->state == AC_SLOT_STARTING)
 	{
-		ac_handles[i] = NULL;
-		return false;
+		db = ac_pool_find_database(s->dboid);
+		if (db != NULL)
+		{
+			db->slot = -1;
+			db->last_ended = now;
+		}
+		ac_pool_free_slot(i);
 	}
-	s->state = AC_SLOT_STARTING;
-	s->dboid = db->dboid;
-	s->launched_at = now;
-	s->activity = AC_ACT_STARTING;
-	db->slot = i;
-	db->last_started = now;
-	db->worker_starts++;
-	return true;
+	LWLockRelease(ac_pool->lock);
+	return false;
 }
 
 /*
@@ -321,31 +397,28 @@ ac_launcher_tick(void)
 		ac_last_refresh = now;
 	}
 
-	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
-	ac_reap_slots(now);
-	for (i = 0; i < ac_pool->nslots; i++)
-		if (ac_slot_busy(i))
-			busy++;
-
-	while (archive_cluster_enabled && busy < max_workers)
+	/* one worker at a time: reserve its slot under the lock, start it without */
+	while (archive_cluster_enabled && !postmaster_full)
 	{
-		AcDatabaseEntry *db = ac_next_database(now);
+		int			slot = -1;
 
-		if (db == NULL)
-			break;
+		LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+		ac_reap_slots(now);
+		busy = 0;
 		for (i = 0; i < ac_pool->nslots; i++)
-			if (!ac_slot_busy(i))
-				break;
-		if (i == ac_pool->nslots)
+			if (ac_slot_busy(i))
+				busy++;
+		if (busy < max_workers)
+			slot = ac_reserve_slot(now);
+		LWLockRelease(ac_pool->lock);
+		if (slot < 0)
 			break;
-		if (!ac_start_worker(i, db, now))
-		{
+		if (!ac_start_worker(slot, now))
 			postmaster_full = true;
-			break;
-		}
-		busy++;
 	}
 
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	ac_reap_slots(now);
 	/* what waits for a slot, and when the next database falls due */
 	for (i = 0; i < ac_pool->ndatabases; i++)
 	{

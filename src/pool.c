@@ -27,6 +27,8 @@
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
@@ -137,6 +139,31 @@ ac_pool_add_database(Oid dboid)
 	return NULL;
 }
 
+/*
+ * Make room for a database when every entry is taken: the entry of a
+ * database without the extension, not being served, looked at most
+ * recently (it needs a look least soon); NULL when there is none.  Lock held.
+ */
+AcDatabaseEntry *
+ac_pool_evict_database(void)
+{
+	AcDatabaseEntry *victim = NULL;
+	int			i;
+
+	for (i = 0; i < ac_pool->ndatabases; i++)
+	{
+		AcDatabaseEntry *db = &ac_pool->databases[i];
+
+		if (db->state != AC_DB_ABSENT || db->slot >= 0)
+			continue;
+		if (victim == NULL || db->next_check > victim->next_check)
+			victim = db;
+	}
+	if (victim != NULL)
+		victim->dboid = InvalidOid;
+	return victim;
+}
+
 /* Free a slot; a worker still to attach to it will not.  Lock held. */
 void
 ac_pool_free_slot(int slot)
@@ -158,6 +185,11 @@ ac_pool_due_at(AcDatabaseEntry *db)
 	TimestampTz naptime = (TimestampTz) archive_cluster_naptime * USECS_PER_SEC;
 	TimestampTz due;
 
+	/* workers that failed before saying anything (cannot connect...): wait longer each time */
+	if (db->failed_starts > 0)
+		return Max(db->last_ended + Min(naptime << Min(db->failed_starts, 12),
+										(TimestampTz) 3600 * USECS_PER_SEC),
+				   db->hold_until);
 	switch (db->state)
 	{
 		case AC_DB_INSTALLED:
@@ -183,13 +215,11 @@ ac_pool_due_at(AcDatabaseEntry *db)
 void
 ac_pool_wake_launcher(void)
 {
-	pid_t		pid;
-
+	/* under the lock: the launcher clears its pid under it before it exits */
 	LWLockAcquire(ac_pool->lock, LW_SHARED);
-	pid = ac_pool->launcher_pid;
+	if (ac_pool->launcher_pid != 0)
+		kill(ac_pool->launcher_pid, SIGUSR1);
 	LWLockRelease(ac_pool->lock);
-	if (pid != 0)
-		kill(pid, SIGUSR1);
 }
 
 /* ---- the worker's side ---- */
@@ -209,6 +239,8 @@ ac_pool_worker_detach(int code, Datum arg)
 		{
 			db->last_ended = GetCurrentTimestamp();
 			db->slot = -1;
+			if (!db->reported)
+				db->failed_starts++;
 		}
 		ac_pool_free_slot(ac_my_slot);
 	}
@@ -237,8 +269,11 @@ ac_pool_worker_attach(int slot, uint32 generation, bool *stats_trusted)
 	if (s->state == AC_SLOT_STARTING && s->generation == generation)
 	{
 		db = ac_pool_find_database(s->dboid);
-		if (db != NULL && db->hold_until <= now)
+		if (db != NULL && db->listed && db->hold_until <= now)
 		{
+			/* set again when this worker reports (ac_pool_worker_done) */
+			db->more_work = false;
+			db->reported = false;
 			s->state = AC_SLOT_RUNNING;
 			s->pid = MyProcPid;
 			s->started_at = now;
@@ -299,13 +334,17 @@ ac_pool_worker_done(AcDbState found, bool more_work, bool looked_at_all)
 			/* a CREATE EXTENSION after this worker looked: look again */
 			if (!(found == AC_DB_ABSENT && db->state == AC_DB_UNKNOWN &&
 				  db->last_started < db->next_check))
+			{
 				db->state = found;
+				if (found == AC_DB_ABSENT)
+					db->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																 archive_cluster_extension_recheck_interval * 1000L);
+			}
 			db->more_work = more_work;
 			if (looked_at_all)
 				db->stats_trusted = true;
-			if (found == AC_DB_ABSENT)
-				db->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															 archive_cluster_extension_recheck_interval * 1000L);
+			db->reported = true;
+			db->failed_starts = 0;
 		}
 	}
 	LWLockRelease(ac_pool->lock);
@@ -358,8 +397,10 @@ ac_pool_stop_database_worker(Oid dboid)
 		LWLockRelease(ac_pool->lock);
 		if (!serving)
 			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
-		pg_usleep(10000L);
 	}
 }
 
@@ -380,6 +421,7 @@ ac_pool_extension_created(Oid dboid)
 	{
 		db->state = AC_DB_UNKNOWN;
 		db->next_check = GetCurrentTimestamp();
+		db->failed_starts = 0;
 	}
 	LWLockRelease(ac_pool->lock);
 	ac_pool_wake_launcher();

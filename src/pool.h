@@ -29,6 +29,8 @@ typedef struct AcDatabaseEntry
 	bool		listed;			/* the launcher's mark while it reads pg_database */
 	bool		more_work;		/* its last worker stopped with due work left */
 	bool		stats_trusted;	/* a worker looked at every table since start-up */
+	bool		reported;		/* its current worker said what it found */
+	int			failed_starts;	/* workers in a row that ended before reporting */
 	int			slot;			/* the slot serving it, -1: none */
 	TimestampTz added_at;		/* when the launcher first saw it */
 	TimestampTz last_started;	/* when it last got a worker, 0: never */
@@ -83,6 +85,7 @@ extern AcPool *ac_pool;
 extern void ac_pool_init_hooks(void);
 extern AcDatabaseEntry *ac_pool_find_database(Oid dboid);
 extern AcDatabaseEntry *ac_pool_add_database(Oid dboid);
+extern AcDatabaseEntry *ac_pool_evict_database(void);
 extern void ac_pool_free_slot(int slot);
 extern TimestampTz ac_pool_due_at(AcDatabaseEntry *db);
 extern void ac_pool_wake_launcher(void);

@@ -23,6 +23,7 @@
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "commands/defrem.h"
 #include "nodes/parsenodes.h"
 #include "miscadmin.h"
@@ -47,7 +48,8 @@ ac_utility_xact_callback(XactEvent event, void *arg)
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
 		ac_pool_extension_created(MyDatabaseId);
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
-		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
 		ac_extension_created = false;
 }
 
@@ -144,6 +146,10 @@ ac_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Oid			dboid = ac_database_to_free(pstmt->utilityStmt,
 											context == PROCESS_UTILITY_TOPLEVEL);
+	/* a CREATE EXTENSION that creates it (not one that finds it there) */
+	bool		creating = IsA(pstmt->utilityStmt, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) pstmt->utilityStmt)->extname, "archive_cluster") == 0 &&
+		!OidIsValid(get_extension_oid("archive_cluster", true));
 
 	if (OidIsValid(dboid))
 		ac_pool_stop_database_worker(dboid);
@@ -155,8 +161,7 @@ ac_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 
-	if (IsA(pstmt->utilityStmt, CreateExtensionStmt) &&
-		strcmp(((CreateExtensionStmt *) pstmt->utilityStmt)->extname, "archive_cluster") == 0)
+	if (creating)
 		ac_extension_created = true;
 }
 

@@ -202,19 +202,44 @@ ac_worker_vacuum(Oid current)
 }
 
 /*
+ * The worker's own settings:
+ * - every lock wait is bounded by archive_cluster.lock_timeout: a run takes
+ *   its tables' locks with that bound itself (run.c), and any other wait (a
+ *   row or key another transaction holds) ends in an error that skips the
+ *   table until the next pass.  So no lock, held by whoever, stalls the
+ *   archiving of the database's other tables.
+ * - no parallel workers, for its queries or its VACUUM: the pool holds at
+ *   most archive_cluster.max_workers of max_worker_processes, and parallel
+ *   query and other extensions share the rest.
+ */
+static void
+ac_worker_set_limits(void)
+{
+	char		buf[32];
+
+	snprintf(buf, sizeof(buf), "%d", Max(archive_cluster_lock_timeout, 1));
+	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("max_parallel_workers_per_gather", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("max_parallel_maintenance_workers", "0", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
  * Archive one table if it is due: one batch per transaction, until nothing
  * is left, archive_cluster.max_runtime has passed or the worker's time
  * slice is over, then vacuum its current table.  A table whose last runs
- * failed waits for its backoff.  True when it was left with rows to move.
+ * failed waits for its backoff, then is run whatever its statistics say.
+ * True when it was left with rows to move; *looked false when the table
+ * was not looked at (backoff, its lock not granted).
  */
 static bool
-ac_worker_table(Oid relation)
+ac_worker_table(Oid relation, bool *looked)
 {
 	TimestampTz deadline = 0;
 	volatile Oid current = InvalidOid;	/* set once a batch moved rows */
 	volatile bool first = true;
 	bool		more = false;
 
+	*looked = false;
 	if (archive_cluster_max_runtime > 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   archive_cluster_max_runtime * 1000L);
@@ -234,16 +259,19 @@ ac_worker_table(Oid relation)
 			AcTableConfig cfg;
 			AcThreshold th;
 			char	   *name;
+			TimestampTz backoff = 0;
 
 			ac_begin("archive_cluster: checking a table");
 			name = get_rel_name(relation);
+			if (first && name != NULL)
+				backoff = ac_run_backoff_until(relation);
 			/* a configuration row left by a drop (event triggers off): skip */
-			if (name != NULL && ac_load_config(relation, &cfg) &&
-				!(first && ac_run_backoff_until(relation) > started))
+			if (name != NULL && backoff <= started && ac_load_config(relation, &cfg))
 			{
 				relname = MemoryContextStrdup(ac_cycle_cxt, name);
 				ac_compute_threshold(&cfg, &th);
-				if (!first || !ac_stats_trusted || ac_table_due(&cfg, th.rows))
+				if (!first || !ac_stats_trusted || backoff != 0 ||
+					ac_table_due(&cfg, th.rows))
 				{
 					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
 					ac_pool_worker_activity(AC_ACT_ARCHIVING, relation);
@@ -254,6 +282,8 @@ ac_worker_table(Oid relation)
 				}
 			}
 			ac_commit();
+			if (backoff <= started)
+				*looked = true;
 		}
 		PG_CATCH();
 		{
@@ -276,6 +306,7 @@ ac_worker_table(Oid relation)
 			{
 				ac_report_caught(edata, WARNING, relname);
 				ac_worker_record_error(relation, started, edata->message);
+				*looked = true;	/* its failure is in the run log: retried after its backoff */
 			}
 			failed = true;
 		}
@@ -297,6 +328,12 @@ ac_worker_table(Oid relation)
 		}
 		if (!ran || !res.more)
 			break;
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			ac_worker_set_limits();
+		}
 		if ((deadline != 0 && GetCurrentTimestamp() >= deadline) || ac_slice_over() ||
 			!archive_cluster_enabled)
 		{
@@ -311,28 +348,6 @@ ac_worker_table(Oid relation)
 	}
 	ac_pool_worker_activity(AC_ACT_CHECKING, InvalidOid);
 	return more;
-}
-
-/*
- * The worker's own settings:
- * - every lock wait is bounded by archive_cluster.lock_timeout: a run takes
- *   its tables' locks with that bound itself (run.c), and any other wait (a
- *   row or key another transaction holds) ends in an error that skips the
- *   table until the next pass.  So no lock, held by whoever, stalls the
- *   archiving of the database's other tables.
- * - no parallel workers, for its queries or its VACUUM: the pool holds at
- *   most archive_cluster.max_workers of max_worker_processes, and parallel
- *   query and other extensions share the rest.
- */
-static void
-ac_worker_set_limits(void)
-{
-	char		buf[32];
-
-	snprintf(buf, sizeof(buf), "%d", Max(archive_cluster_lock_timeout, 1));
-	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("max_parallel_workers_per_gather", "0", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("max_parallel_maintenance_workers", "0", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /*
@@ -356,6 +371,8 @@ ac_worker_pass(void)
 	}
 	foreach(lc, relations)
 	{
+		bool		looked;
+
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -367,15 +384,18 @@ ac_worker_pass(void)
 			all = false;
 			break;
 		}
-		if (ac_slice_over())
+		/* at least one table per turn, however slow the start was */
+		if (lc != list_head(relations) && ac_slice_over())
 		{
 			/* the others wait: the rest of the list in a later turn */
 			more = true;
 			all = false;
 			break;
 		}
-		if (ac_worker_table(lfirst_oid(lc)))
+		if (ac_worker_table(lfirst_oid(lc), &looked))
 			more = true;
+		if (!looked)
+			all = false;
 	}
 	ac_pool_worker_done(AC_DB_INSTALLED, more, all);
 }
@@ -395,16 +415,17 @@ archive_cluster_worker_main(Datum main_arg)
 	dboid = ac_pool_worker_attach(DatumGetInt32(main_arg), generation, &ac_stats_trusted);
 	if (!OidIsValid(dboid))
 		proc_exit(0);
+
+	/* connecting waits for the database's lock too: bounded, as every wait */
+	ac_worker_set_limits();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	ac_slice_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   archive_cluster_worker_time_slice * 1000L);
-
-	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("archive_cluster worker");
 	ac_cycle_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster worker",
 										 ALLOCSET_DEFAULT_SIZES);
 	ac_vacuum_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster vacuum",
 										  ALLOCSET_DEFAULT_SIZES);
-	ac_worker_set_limits();
 
 	ac_worker_pass();
 	proc_exit(0);
