@@ -359,5 +359,26 @@ my @bad = grep { /\b(WARNING|ERROR|FATAL|PANIC):/ } split /\n/, $log;
 is(scalar(@bad), 0, 'no WARNING, ERROR, FATAL or PANIC in the log since t0')
   or diag(join("\n", @bad));
 
+# --- a database whose workers end before they can report (here: a lock on
+# the extension's configuration table held for 16 s, so that listing the
+# registered tables fails after archive_cluster.lock_timeout, 1 s) waits
+# naptime x 2^n after n such workers in a row.  Starts at about 0, 3, 8
+# (then 17): at most 4 in the window, counting one in progress.  Restarted
+# each naptime instead, it would get one about every 2 s (the 1 s lock wait
+# and the naptime): 8.
+my $locker = $node->background_psql('db02');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE archive_cluster_config IN ACCESS EXCLUSIVE MODE');
+my $starts_before = $node->safe_psql('db01',
+	"SELECT worker_starts FROM archive_cluster_databases WHERE datname = 'db02'");
+sleep(16);
+my $starts_after = $node->safe_psql('db01',
+	"SELECT worker_starts FROM archive_cluster_databases WHERE datname = 'db02'");
+$locker->query_safe('COMMIT');
+$locker->quit;
+note "db02: " . ($starts_after - $starts_before) . " worker starts in 16 s while its workers failed";
+ok($starts_after - $starts_before <= 4 && $starts_after - $starts_before >= 2,
+	'a database whose workers fail before reporting is retried with a backoff: 2 to 4 starts in 16 s, not 8');
+
 $node->stop;
 done_testing();
