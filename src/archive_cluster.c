@@ -19,9 +19,11 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "archive_cluster.h"
+#include "guc.h"
+#include "launcher.h"
 #include "pool.h"
 #include "row_locks.h"
+#include "utility.h"
 
 PG_MODULE_MAGIC;
 

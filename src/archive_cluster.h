@@ -16,6 +16,8 @@
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
+#include "guc.h"
+
 #define AC_MAX_CLUSTER_COLS 8
 
 /* One registered table, as stored in archive_cluster_config. */
@@ -61,31 +63,6 @@ typedef struct AcRunLog
 	const char *left_behind;	/* the first of each, NULL: none */
 } AcRunLog;
 
-/* guc.c */
-extern bool archive_cluster_enabled;
-extern int	archive_cluster_naptime;
-extern char *archive_cluster_databases;
-extern int	archive_cluster_max_workers;
-extern int	archive_cluster_worker_time_slice;
-extern int	archive_cluster_extension_recheck_interval;
-extern int	archive_cluster_max_databases;
-extern int	archive_cluster_max_batch_rows;
-extern int	archive_cluster_max_runtime;
-extern int	archive_cluster_run_flush_after;
-extern int	archive_cluster_run_max_wal_rate;
-extern char *archive_cluster_debug_pause;
-extern int	archive_cluster_lock_timeout;
-extern int	archive_cluster_run_log_max_rows;
-extern void ac_define_gucs(void);
-
-/* launcher.c */
-extern void ac_launcher_register(void);
-
-/* guc.c */
-extern bool ac_database_selected(const char *dbname);
-
-/* utility.c */
-extern void ac_utility_hook_install(void);
 
 /* config.c */
 extern Oid	ac_extension_schema(void);
@@ -124,6 +101,5 @@ extern bool ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms);
 extern int	ac_interval_ms(Interval *iv, const char *argname);
 
 #define AC_DEFAULT_THRESHOLD 100000
-#define AC_MAX_BATCH_ROWS INT64CONST(100000000)
 
 #endif							/* ARCHIVE_CLUSTER_H */

@@ -13,7 +13,7 @@
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
-#include "archive_cluster.h"
+#include "guc.h"
 
 /* archive_cluster.enabled: the background worker archives */
 bool		archive_cluster_enabled = true;

@@ -46,7 +46,8 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "archive_cluster.h"
+#include "guc.h"
+#include "launcher.h"
 #include "compat.h"
 #include "pool.h"
 

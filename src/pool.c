@@ -32,7 +32,7 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
-#include "archive_cluster.h"
+#include "guc.h"
 #include "pool.h"
 
 AcPool	   *ac_pool = NULL;

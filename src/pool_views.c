@@ -17,7 +17,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "archive_cluster.h"
+#include "guc.h"
 #include "pool.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_pool_workers);

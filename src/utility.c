@@ -31,7 +31,8 @@
 #include "utils/acl.h"
 #include "utils/syscache.h"
 
-#include "archive_cluster.h"
+#include "guc.h"
+#include "utility.h"
 #include "compat.h"
 #include "pool.h"
 

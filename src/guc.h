@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.h
+ *		archive_cluster's configuration parameters (guc.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AC_GUC_H
+#define AC_GUC_H
+
+/* the largest batch_rows and archive_cluster.max_batch_rows */
+#define AC_MAX_BATCH_ROWS INT64CONST(100000000)
+
+extern bool archive_cluster_enabled;
+extern int	archive_cluster_naptime;
+extern char *archive_cluster_databases;
+extern int	archive_cluster_max_workers;
+extern int	archive_cluster_worker_time_slice;
+extern int	archive_cluster_extension_recheck_interval;
+extern int	archive_cluster_max_databases;
+extern int	archive_cluster_max_batch_rows;
+extern int	archive_cluster_max_runtime;
+extern int	archive_cluster_run_flush_after;
+extern int	archive_cluster_run_max_wal_rate;
+extern char *archive_cluster_debug_pause;
+extern int	archive_cluster_lock_timeout;
+extern int	archive_cluster_run_log_max_rows;
+extern void ac_define_gucs(void);
+extern bool ac_database_selected(const char *dbname);
+
+#endif							/* AC_GUC_H */
