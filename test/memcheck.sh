@@ -60,7 +60,12 @@ print-%:
 MK
 }
 regress=$(makevar REGRESS)
-isolation=$(makevar ISOLATION)
+# run_pacing is left out: it asserts that a run sleeps to stay under
+# archive_cluster.run_max_wal_rate (1 MB/s at least) among other writers, and
+# under valgrind the run itself can write slower than that, with nothing to
+# pace (a wall-clock behaviour: failed so on cbcc926, passed on 8bb2317).
+# Its C path is that of every run (ac_throttle), sleep aside.
+isolation=$(makevar ISOLATION | tr ' ' '\n' | grep -vx run_pacing | tr '\n' ' ')
 started=$(date +%s)
 rc_r=0
 rc_i=0
