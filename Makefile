@@ -11,6 +11,7 @@ OBJS = \
 	src/config.o \
 	src/constraints.o \
 	src/guc.o \
+	src/key_probe.o \
 	src/launcher.o \
 	src/mover.o \
 	src/pool.o \
@@ -19,7 +20,10 @@ OBJS = \
 	src/row_locks.o \
 	src/run.o \
 	src/stats.o \
+	src/table_mode.o \
 	src/threshold.o \
+	src/tier_indexes.o \
+	src/tier_unique.o \
 	src/tiers.o \
 	src/triggers.o \
 	src/util.o \
@@ -37,9 +41,6 @@ PGFILEDESC = "archive_cluster - online clustered archiving"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-# PGXS tracks no header: every object depends on every header of src/
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
-
 REGRESS = setup register dml run unregister errors stats worker hostile_input dangling view_privileges security_attacks security_columns tier_constraints identity_always row_locks run_refused
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race run_pacing run_lock_hostage register_twice register_owner run_cic
@@ -49,3 +50,7 @@ ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/re
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header: every object depends on every header of src/
+# (after the include, which sets srcdir)
+$(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -8,9 +8,13 @@
  * them by name and pg_restore resolves them to the new OIDs.
  */
 CREATE TABLE archive_cluster_config (
-	relation regclass PRIMARY KEY,		-- the view, with the table's old name
-	current_table regclass NOT NULL,	-- the original table, renamed <t>_current
+	relation regclass PRIMARY KEY,		-- view mode: the view, with the table's old name;
+										-- table mode: the table itself
+	current_table regclass NOT NULL,	-- view mode: the original table, renamed <t>_current;
+										-- table mode: the table (its own rows, ONLY <t>)
 	archive_table regclass NOT NULL,	-- <t>_archive, rows appended in cluster order
+										-- (table mode: an inheritance child of <t>)
+	mode text NOT NULL DEFAULT 'view' CHECK (mode IN ('view', 'table')),
 	cluster_by name[] NOT NULL,
 	age_column name NOT NULL,
 	hot_window interval NOT NULL,
@@ -79,7 +83,8 @@ CREATE FUNCTION archive_cluster_register(
 	hot_window interval DEFAULT '1 hour',
 	batch_rows bigint DEFAULT NULL,
 	lock_timeout interval DEFAULT '1 s',
-	lock_retries integer DEFAULT 10)
+	lock_retries integer DEFAULT 10,
+	mode text DEFAULT 'view')
 RETURNS void
 AS 'MODULE_PATHNAME', 'archive_cluster_register'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
@@ -130,6 +135,15 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'archive_cluster_view_trigger'
 LANGUAGE C;
 
+/*
+ * Table mode: keeps every unique index of <t> unique across <t> and
+ * <t>_archive (an AFTER ROW trigger on both).
+ */
+CREATE FUNCTION archive_cluster_unique_check()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'archive_cluster_unique_check'
+LANGUAGE C;
+
 /* Writes the rows INSERTed through a registered view at the end of each statement. */
 CREATE FUNCTION archive_cluster_view_flush()
 RETURNS trigger
@@ -138,6 +152,7 @@ LANGUAGE C;
 
 CREATE VIEW archive_cluster_tables AS
 SELECT c.relation,
+	   c.mode,
 	   c.current_table,
 	   c.archive_table,
 	   c.cluster_by,

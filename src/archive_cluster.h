@@ -20,12 +20,18 @@
 
 #define AC_MAX_CLUSTER_COLS 8
 
-/* One registered table, as stored in archive_cluster_config. */
+/*
+ * One registered table, as stored in archive_cluster_config.  View mode:
+ * the view <t> over <t>_current and <t>_archive.  Table mode: <t> is both
+ * relation and current (its own rows, ONLY <t>), <t>_archive its
+ * inheritance child.
+ */
 typedef struct AcTableConfig
 {
-	Oid			relation;		/* the view */
-	Oid			current;		/* <t>_current */
+	Oid			relation;		/* the view, or the table in table mode */
+	Oid			current;		/* <t>_current, or <t> in table mode */
 	Oid			archive;		/* <t>_archive */
+	bool		table_mode;
 	int			ncluster;
 	char	   *cluster_by[AC_MAX_CLUSTER_COLS];
 	char	   *age_column;

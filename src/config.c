@@ -155,7 +155,7 @@ ac_load_config(Oid relation, AcTableConfig *cfg)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	sql = psprintf("SELECT current_table, archive_table, cluster_by, age_column,"
-				   " hot_window, batch_rows FROM %s"
+				   " hot_window, batch_rows, mode OPERATOR(pg_catalog.=) 'table' FROM %s"
 				   " WHERE relation OPERATOR(pg_catalog.=) $1",
 				   ac_extension_object("archive_cluster_config"));
 	values[0] = ObjectIdGetDatum(relation);
@@ -186,6 +186,7 @@ ac_load_config(Oid relation, AcTableConfig *cfg)
 		cfg->hot_window = *DatumGetIntervalP(d);
 		d = SPI_getbinval(tup, desc, 6, &isnull);
 		cfg->batch_rows = isnull ? 0 : DatumGetInt64(d);
+		cfg->table_mode = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 
 		MemoryContextSwitchTo(oldcxt);
 	}

@@ -14,6 +14,7 @@
  *		- a foreign key that references the table: a run deletes rows from
  *		  <t>_current without the foreign key's triggers, which would leave
  *		  the referencing rows dangling.
+ *		And the outgoing foreign keys, copied to the archive.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,7 +26,10 @@
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -195,4 +199,38 @@ ac_check_referencing_keys(Relation rel, const char *tablename, bool registering)
 				 errhint("A run deletes rows from \"%s\" without checking foreign keys that reference it; drop the foreign key.",
 						 RelationGetRelationName(rel))));
 	}
+}
+
+/*
+ * The outgoing foreign keys of relid hold for archived rows too: the same
+ * constraints on the archive (qualified name qarc).  Connected to SPI.
+ */
+void
+ac_copy_foreign_keys(Oid relid, const char *qarc)
+{
+	List	   *stmts = NIL;
+	ListCell   *lc;
+	uint64		i;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+
+	values[0] = ObjectIdGetDatum(relid);
+	if (SPI_execute_with_args("SELECT c.conname, pg_catalog.pg_get_constraintdef(c.oid)"
+							  " FROM pg_catalog.pg_constraint c"
+							  " WHERE c.conrelid OPERATOR(pg_catalog.=) $1"
+							  " AND c.contype OPERATOR(pg_catalog.=) 'f' ORDER BY c.conname",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the foreign keys of relation %u", relid);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	rowdesc = SPI_tuptable->tupdesc;
+
+		/* the definition is deparsed SQL, its names quoted by PostgreSQL */
+		stmts = lappend(stmts, psprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", qarc,
+										quote_identifier(SPI_getvalue(row, rowdesc, 1)),
+										SPI_getvalue(row, rowdesc, 2)));
+	}
+	foreach(lc, stmts)
+		ac_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY);
 }

@@ -15,5 +15,6 @@ extern void ac_check_unique_indexes(Relation rel, const char *tablename,
 									bool registering);
 extern void ac_check_referencing_keys(Relation rel, const char *tablename,
 									  bool registering);
+extern void ac_copy_foreign_keys(Oid relid, const char *qarc);
 
 #endif							/* ARCHIVE_CLUSTER_CONSTRAINTS_H */

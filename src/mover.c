@@ -8,7 +8,11 @@
  *		   at a time (the threshold: distinct keys x rows per page);
  *		2. delete each of them without waiting; a row that is being changed
  *		   or was changed since the scan's snapshot is left for a later run,
- *		   and only rows actually deleted go on;
+ *		   and only rows actually deleted go on.  In table mode (<t> is
+ *		   current, <t>_archive its inheritance child) the delete marks the
+ *		   row as moved, as a cross-partition UPDATE does: a transaction
+ *		   that waited to update, delete or lock it then fails with
+ *		   SQLSTATE 40001 instead of skipping it as deleted;
  *		3. sort those rows by the cluster key (tuplesort);
  *		4. append them to <t>_archive with multi-inserts, then insert their
  *		   index entries, sorted per index (ac_index_sorts_*);
@@ -73,6 +77,7 @@
 #include "compat.h"
 #include "constraints.h"
 #include "mover.h"
+#include "table_mode.h"
 #include "threshold.h"
 #include "tiers.h"
 
@@ -113,6 +118,7 @@ typedef struct AcMover
 	Oid			sortcolls[AC_MAX_CLUSTER_COLS];
 	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
 	CommandId	cid;
+	bool		changing_tier;	/* table mode: deletes mark rows as moved */
 	bool		sorted_indexes; /* index entries sorted per index, see below */
 	Tuplesortstate **isorts;	/* one per index of the archive */
 	ExprState **predicates;		/* of partial indexes */
@@ -396,7 +402,7 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		CHECK_FOR_INTERRUPTS();
 		ac_throttle(m);
 		res = table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
-								 InvalidSnapshot, false, &tmfd, false);
+								 InvalidSnapshot, false, &tmfd, m->changing_tier);
 		if (res != TM_Ok)
 		{
 			/* changed or locked meanwhile: a later run (deleted: gone) */
@@ -477,24 +483,34 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	m.cur = table_open(cfg->current, RowExclusiveLock);
 	m.arc = table_open(cfg->archive, RowExclusiveLock);
 	m.cid = GetCurrentCommandId(true);
+	m.changing_tier = cfg->table_mode;
 	/* a published table needs a replica identity for the deletes, as DELETE does */
 	CheckCmdReplicaIdentity(m.cur, CMD_DELETE);
 	/* constraints added since registration that a run cannot keep */
 	viewname = get_rel_name(cfg->relation);
 	ac_check_referencing_keys(m.cur, viewname, false);
-	ac_check_unique_indexes(m.cur, viewname, false);
-	ac_check_unique_indexes(m.arc, viewname, false);
+	if (cfg->table_mode)
+		ac_table_mode_check(m.cur, m.arc, false);
+	else
+	{
+		ac_check_unique_indexes(m.cur, viewname, false);
+		ac_check_unique_indexes(m.arc, viewname, false);
+	}
 
 	/*
 	 * A row goes from the columns of current to those of archive that the
 	 * view reads as the same column: by number, as the view does, not by
-	 * name (tiers.c).
+	 * name (tiers.c).  In table mode, "view" is <t> itself, whose columns
+	 * its inheritance child has by name.
 	 */
 	view = relation_open(cfg->relation, AccessShareLock);
 	natts = RelationGetDescr(view)->natts;
 	curatt = palloc(sizeof(AttrNumber) * natts);
 	arcatt = palloc(sizeof(AttrNumber) * natts);
-	ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+	if (cfg->table_mode)
+		ac_child_columns(view, m.arc, curatt, arcatt);
+	else
+		ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
 
 	ageattno = curatt[ac_view_column(view, cfg->age_column)];
 	agetype = getBaseType(TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);
@@ -523,6 +539,11 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	identity = RelationGetDescr(m.arc)->natts == RelationGetDescr(m.cur)->natts;
 	for (i = 0; i < natts; i++)
 	{
+		if (arcatt[i] == 0)
+		{
+			identity = false;	/* table mode: a dropped column of <t> */
+			continue;
+		}
 		m.map->attnums[arcatt[i] - 1] = curatt[i];
 		identity &= arcatt[i] == curatt[i];
 	}

@@ -47,6 +47,7 @@
 #include "archive_cluster.h"
 #include "compat.h"
 #include "constraints.h"
+#include "table_mode.h"
 #include "tiers.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_register);
@@ -103,7 +104,8 @@ ac_check_column(Relation rel, const char *colname, const char *role)
 
 /* Every requirement on the table itself; rel is locked ACCESS EXCLUSIVE. */
 static void
-ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_column)
+ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_column,
+			   bool table_mode)
 {
 	Oid			relid = RelationGetRelid(rel);
 	const char *relname = RelationGetRelationName(rel);
@@ -184,6 +186,14 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 						age_column),
 				 errdetail("It is of type %s.", format_type_be(agetype))));
 
+	ac_check_referencing_keys(rel, relname, true);
+	if (table_mode)
+	{
+		/* <t> stays a table: views on it, any unique index are fine */
+		ac_table_mode_check(rel, NULL, true);
+		return;
+	}
+
 	if (ac_identity_key(rel, keys, eqops) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -191,7 +201,6 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 				 errhint("UPDATE and DELETE through the view find rows by such a key; add a primary key.")));
 
 	ac_check_unique_indexes(rel, relname, true);
-	ac_check_referencing_keys(rel, relname, true);
 
 	ac_catalog_query("SELECT CASE WHEN d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
 					 " THEN 'view ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::pg_catalog.text"
@@ -375,32 +384,6 @@ ac_copy_grants(Oid from, Oid to)
 	CommandCounterIncrement();
 }
 
-/* The outgoing foreign keys of relid hold for archived rows too. */
-static void
-ac_copy_foreign_keys(Oid relid, const char *qarc)
-{
-	List	   *stmts = NIL;
-	ListCell   *lc;
-	uint64		i;
-
-	ac_catalog_query("SELECT c.conname, pg_catalog.pg_get_constraintdef(c.oid)"
-					 " FROM pg_catalog.pg_constraint c"
-					 " WHERE c.conrelid OPERATOR(pg_catalog.=) $1"
-					 " AND c.contype OPERATOR(pg_catalog.=) 'f' ORDER BY c.conname", relid, 0);
-	for (i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	row = SPI_tuptable->vals[i];
-		TupleDesc	rowdesc = SPI_tuptable->tupdesc;
-
-		/* the definition is deparsed SQL, its names quoted by PostgreSQL */
-		stmts = lappend(stmts, psprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", qarc,
-										quote_identifier(SPI_getvalue(row, rowdesc, 1)),
-										SPI_getvalue(row, rowdesc, 2)));
-	}
-	foreach(lc, stmts)
-		ac_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY);
-}
-
 /*
  * Defaults of the view's columns, so that INSERT through the view fills
  * omitted columns as the table would; an identity column gets
@@ -445,6 +428,52 @@ ac_copy_defaults(Oid relid, Oid viewid, const char *qrel)
 		ac_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY);
 }
 
+/* Record a registration, with the role that called archive_cluster_register(). */
+static void
+ac_record_config(Oid relation, Oid current, Oid archive, ArrayType *cluster_by,
+				 const char *age_column, Interval *hot_window, int64 batch_rows,
+				 Oid caller_id, const char *mode)
+{
+	Oid			argtypes[9] = {REGCLASSOID, REGCLASSOID, REGCLASSOID, NAMEARRAYOID,
+	NAMEOID, INTERVALOID, INT8OID, NAMEOID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9] = "         ";
+	NameData	age;
+	NameData	caller;
+
+	values[0] = ObjectIdGetDatum(relation);
+	values[1] = ObjectIdGetDatum(current);
+	values[2] = ObjectIdGetDatum(archive);
+	values[3] = PointerGetDatum(cluster_by);
+	namestrcpy(&age, age_column);
+	values[4] = NameGetDatum(&age);
+	values[5] = IntervalPGetDatum(hot_window);
+	values[6] = Int64GetDatum(batch_rows);
+	if (batch_rows == 0)
+		nulls[6] = 'n';
+	namestrcpy(&caller, GetUserNameFromId(caller_id, false));
+	values[7] = NameGetDatum(&caller);
+	values[8] = CStringGetTextDatum(mode);
+	ac_exec_as_extension_owner(psprintf("INSERT INTO %s (relation, current_table, archive_table,"
+										" cluster_by, age_column, hot_window, batch_rows, registered_by, mode)"
+										" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+										ac_extension_object("archive_cluster_config")),
+							   9, argtypes, values, nulls, SPI_OK_INSERT);
+}
+
+/* Delete the configuration of a registered table being unregistered. */
+static void
+ac_forget_config(Oid relation)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+
+	values[0] = ObjectIdGetDatum(relation);
+	ac_exec_as_extension_owner(psprintf("DELETE FROM %s WHERE relation::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+										ac_extension_object("archive_cluster_config")),
+							   1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
 Datum
 archive_cluster_register(PG_FUNCTION_ARGS)
 {
@@ -477,6 +506,7 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	int			save_nestlevel;
 	Oid			viewid;
 	Oid			arcid;
+	bool		table_mode = false;
 	int			i,
 				j;
 
@@ -486,9 +516,22 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	ac_require_arg(fcinfo, 3, "hot_window");
 	ac_require_arg(fcinfo, 5, "lock_timeout");
 	ac_require_arg(fcinfo, 6, "lock_retries");
+	ac_require_arg(fcinfo, 7, "mode");
 
 	relid = PG_GETARG_OID(0);
 	ac_check_relation_exists(relid);
+
+	{
+		char	   *mode = text_to_cstring(PG_GETARG_TEXT_PP(7));
+
+		if (strcmp(mode, "table") == 0)
+			table_mode = true;
+		else if (strcmp(mode, "view") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid mode \"%s\"", mode),
+					 errhint("mode is 'view' (the table becomes a view over two tables) or 'table' (it stays a table, the archive its inheritance child).")));
+	}
 
 	arr = PG_GETARG_ARRAYTYPE_P(1);
 	if (ARR_NDIM(arr) > 1)
@@ -560,14 +603,26 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	ac_check_owner(relid);
 
 	rel = table_open(relid, NoLock);
-	ac_check_table(rel, cluster_by, ncluster, age_column);
+	ac_check_table(rel, cluster_by, ncluster, age_column, table_mode);
 	relname = pstrdup(RelationGetRelationName(rel));
 	nsp = RelationGetNamespace(rel);
 	nspname = get_namespace_name(nsp);
 	tablespace = rel->rd_rel->reltablespace;
-	curname = ac_derived_name(relname, "_current", nsp);
+	curname = table_mode ? NULL : ac_derived_name(relname, "_current", nsp);
 	arcname = ac_derived_name(relname, "_archive", nsp);
 	cols = ac_column_list(rel, false);
+
+	if (table_mode)
+	{
+		ac_switch_to_owner(relid, &save_userid, &save_sec_context, &save_nestlevel);
+		arcid = ac_table_mode_create(rel, arcname);
+		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		table_close(rel, NoLock);
+		ac_record_config(relid, relid, arcid, arr, age_column, hot_window, batch_rows,
+						 save_userid, "table");
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
 	table_close(rel, NoLock);
 
 	qrel = quote_qualified_identifier(nspname, relname);
@@ -609,34 +664,8 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 
-	/* record the configuration, with the role that called this */
-	{
-		Oid			argtypes[8] = {REGCLASSOID, REGCLASSOID, REGCLASSOID, NAMEARRAYOID,
-		NAMEOID, INTERVALOID, INT8OID, NAMEOID};
-		Datum		values[8];
-		char		nulls[8] = "        ";
-		NameData	age;
-		NameData	caller;
-
-		values[0] = ObjectIdGetDatum(viewid);
-		values[1] = ObjectIdGetDatum(relid);
-		values[2] = ObjectIdGetDatum(arcid);
-		values[3] = PointerGetDatum(arr);
-		namestrcpy(&age, age_column);
-		values[4] = NameGetDatum(&age);
-		values[5] = IntervalPGetDatum(hot_window);
-		values[6] = Int64GetDatum(batch_rows);
-		if (batch_rows == 0)
-			nulls[6] = 'n';
-		namestrcpy(&caller, GetUserNameFromId(save_userid, false));
-		values[7] = NameGetDatum(&caller);
-		ac_exec_as_extension_owner(psprintf("INSERT INTO %s (relation, current_table, archive_table,"
-											" cluster_by, age_column, hot_window, batch_rows, registered_by)"
-											" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-											ac_extension_object("archive_cluster_config")),
-								   8, argtypes, values, nulls, SPI_OK_INSERT);
-	}
-
+	ac_record_config(viewid, relid, arcid, arr, age_column, hot_window, batch_rows,
+					 save_userid, "view");
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -703,6 +732,16 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	ac_check_owner(relid);
 	ac_check_owner(cfg.current);
 	ac_check_owner(cfg.archive);
+
+	if (cfg.table_mode)
+	{
+		ac_switch_to_owner(relid, &save_userid, &save_sec_context, &save_nestlevel);
+		moved = ac_table_mode_remove(&cfg);
+		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		ac_forget_config(relid);
+		SPI_finish();
+		PG_RETURN_INT64((int64) moved);
+	}
 
 	relname = pstrdup(get_rel_name(relid));
 	qrel = ac_qualified_name(relid);
@@ -772,15 +811,7 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 				SPI_OK_UTILITY);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 
-	{
-		Oid			argtypes[1] = {OIDOID};
-		Datum		values[1];
-
-		values[0] = ObjectIdGetDatum(relid);
-		ac_exec_as_extension_owner(psprintf("DELETE FROM %s WHERE relation::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-											ac_extension_object("archive_cluster_config")),
-								   1, argtypes, values, NULL, SPI_OK_DELETE);
-	}
+	ac_forget_config(relid);
 
 	SPI_finish();
 	PG_RETURN_INT64((int64) moved);

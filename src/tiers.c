@@ -13,6 +13,11 @@
  *		shape registration gave it.  Rows then go where the view reads them
  *		from, and a Datum is only ever stored in a column of its own type.
  *
+ *		In table mode there is no view: <t>_archive is an inheritance child
+ *		of <t>, whose columns PostgreSQL keeps the same by name and type
+ *		(renames and type changes of <t> reach the child), so they are
+ *		matched by name (ac_child_columns).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -170,4 +175,37 @@ ac_view_column_named(Relation view, const char *name)
 			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
 			return i;
 	return -1;
+}
+
+/*
+ * Table mode: <t> and its inheritance child <t>_archive have the same
+ * columns by name (inheritance keeps them so, whatever their numbers).
+ * Fill cur[] and arc[], one entry per attribute of <t> (natts of them), as
+ * ac_tier_columns does for a view: cur[i] is i + 1, arc[i] the child's
+ * column of that name; both 0 for a dropped column.
+ */
+void
+ac_child_columns(Relation parent, Relation archive, AttrNumber *cur, AttrNumber *arc)
+{
+	TupleDesc	desc = RelationGetDescr(parent);
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		cur[i] = arc[i] = 0;
+		if (att->attisdropped)
+			continue;
+		cur[i] = i + 1;
+		arc[i] = get_attnum(RelationGetRelid(archive), NameStr(att->attname));
+		if (arc[i] <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of \"%s\" has no counterpart in \"%s\"",
+							NameStr(att->attname), RelationGetRelationName(parent),
+							RelationGetRelationName(archive)),
+					 errhint("\"%s\" must stay an inheritance child of \"%s\"; unregister and register the table again.",
+							 RelationGetRelationName(archive), RelationGetRelationName(parent))));
+	}
 }

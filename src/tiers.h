@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * tiers.h
- *		The columns of a registered view's two tables (tiers.c).
+ *		The columns of a registered table's two tiers (tiers.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +12,8 @@
 
 extern void ac_tier_columns(Relation view, Oid current, Oid archive,
 							AttrNumber *cur, AttrNumber *arc);
+extern void ac_child_columns(Relation parent, Relation archive, AttrNumber *cur,
+							 AttrNumber *arc);
 extern int	ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum);
 extern int	ac_view_column_named(Relation view, const char *name);
 extern AttrNumber ac_unviewed_counterpart(Relation cur, Relation arc, const AttrNumber *arcatt,

@@ -44,6 +44,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "key_probe.h"
 #include "view_buffer.h"
 #include "view_cache.h"
 #include "view_keys.h"
@@ -203,7 +204,7 @@ ac_buffer_flush(AcInsertBuffer *buf)
 			DatumGetInt32(FunctionCall2Coll(&cmp, collation, keyv[0], maxkey)) > 0)
 			continue;
 		if (ac_key_exists(buf->archive, buf->arc_keyindex, buf->arc_keyeqproc,
-						  buf->nkeys, keyv, keyn))
+						  buf->nkeys, keyv, keyn, false))
 			ac_key_violation(buf->viewname, buf->archive);
 	}
 	for (i = 0; i < buf->nrows; i++)

@@ -4,7 +4,8 @@
  *		The identity key's uniqueness across the two tables of a registered
  *		view: each table's unique index sees only its own rows, so a key
  *		written to one is looked up in the other's key index, with a dirty
- *		snapshot, waiting for a writer in progress as a unique index does.
+ *		snapshot, waiting for a writer in progress as a unique index does
+ *		(key_probe.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -43,67 +44,9 @@
 #include "archive_cluster.h"
 #include "compat.h"
 #include "view_cache.h"
+#include "key_probe.h"
 #include "view_keys.h"
 #include "tiers.h"
-
-/*
- * Is there a row with these key values in heap?  Scans its key index with a
- * dirty snapshot, as a unique index does: a row that another transaction is
- * inserting or deleting is waited for, then looked at again, so that two
- * transactions writing one new key into the two tables at the same time
- * cannot both succeed (each writes its row first, then checks the other
- * table: the second to check sees the first one's row).  NULL keys match
- * nothing.
- */
-bool
-ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
-			  Datum *keyv, bool *keyn)
-{
-	Relation	rel;
-	Relation	idx;
-	SnapshotData dirty;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	ScanKeyData skeys[INDEX_MAX_KEYS];
-	bool		found;
-	int			i;
-
-	for (i = 0; i < nkeys; i++)
-		if (keyn[i])
-			return false;
-
-	rel = table_open(heapid, AccessShareLock);
-	idx = index_open(indexid, AccessShareLock);
-	for (i = 0; i < nkeys; i++)
-		ScanKeyEntryInitialize(&skeys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-							   idx->rd_indcollation[i], eqprocs[i], keyv[i]);
-	InitDirtySnapshot(dirty);
-	slot = table_slot_create(rel, NULL);
-	for (;;)
-	{
-		TransactionId xwait;
-
-		CHECK_FOR_INTERRUPTS();
-		scan = ac_index_beginscan(rel, idx, &dirty, nkeys, 0);
-		index_rescan(scan, skeys, nkeys, NULL, 0);
-		found = index_getnext_slot(scan, ForwardScanDirection, slot);
-		index_endscan(scan);
-		if (!found)
-			break;
-		xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-		if (!TransactionIdIsValid(xwait))
-			break;				/* committed and not being deleted */
-		if (dirty.speculativeToken)
-			SpeculativeInsertionWait(dirty.xmin, dirty.speculativeToken);
-		else
-			XactLockTableWait(xwait, rel, &slot->tts_tid, XLTW_InsertIndexUnique);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	/* keep the locks until the end of the transaction, as a scan would */
-	index_close(idx, NoLock);
-	table_close(rel, NoLock);
-	return found;
-}
 
 void
 ac_key_violation(const char *viewname, Oid other)
@@ -142,7 +85,7 @@ ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
 		}
 		found = ac_key_exists(other_tier == 0 ? e->current : e->archive,
 							  e->keyindex[other_tier], e->keyeqproc[other_tier],
-							  e->nkeys, keyv, keynull);
+							  e->nkeys, keyv, keynull, false);
 	}
 	else
 	{

@@ -10,8 +10,6 @@
 
 #include "view_cache.h"
 
-extern bool ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
-						  Datum *keyv, bool *keyn);
 extern void ac_key_violation(const char *viewname, Oid other);
 extern void ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
 								Datum *rowv, bool *rown);

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * table_mode.h
+ *		Registering a table in table mode, and unregistering it
+ *		(table_mode.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHIVE_CLUSTER_TABLE_MODE_H
+#define ARCHIVE_CLUSTER_TABLE_MODE_H
+
+#include "archive_cluster.h"
+
+extern void ac_table_mode_check(Relation rel, Relation archive, bool registering);
+extern Oid	ac_table_mode_create(Relation rel, const char *arcname);
+extern uint64 ac_table_mode_remove(AcTableConfig *cfg);
+
+#endif							/* ARCHIVE_CLUSTER_TABLE_MODE_H */

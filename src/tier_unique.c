@@ -1,0 +1,322 @@
+/*-------------------------------------------------------------------------
+ *
+ * tier_unique.c
+ *		Table mode: every unique index of <t> holds across <t> and its
+ *		inheritance child <t>_archive, each of whose indexes sees its own
+ *		rows only.
+ *
+ *		archive_cluster_unique_check() is an AFTER INSERT OR UPDATE ROW
+ *		trigger on both tiers.  After a row is written to one tier (its own
+ *		unique indexes already checked and its entries in place), its key in
+ *		each unique index is looked up in the counterpart index of the other
+ *		tier with a dirty snapshot, waiting for a writer in progress as a
+ *		unique index does (key_probe.c); a row found there is a duplicate:
+ *		the statement fails with the error a unique index of a plain table
+ *		gives, naming <t>'s index.  Of two transactions writing one key into
+ *		the two tiers at once, the second to look sees the first one's row.
+ *		A run moving a key from <t> to the archive while a new row with that
+ *		key is inserted into <t> is seen too: the insert waits on <t>'s own
+ *		unique index for the run's delete to commit, and the trigger, fired
+ *		after that, finds the key in the archive.
+ *
+ *		An AFTER trigger leaves COPY its multi-row inserts; an UPDATE that
+ *		changes no indexed column (a HOT update) returns at once.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/pg_index.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "archive_cluster.h"
+#include "key_probe.h"
+#include "tier_indexes.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_unique_check);
+
+/* A unique index of a tier and its counterpart on the other tier. */
+typedef struct AcUniquePair
+{
+	Oid			own;			/* unique index of the trigger's tier */
+	Oid			other;			/* its counterpart on the other tier */
+	Oid			named;			/* <t>'s index of the two, named in errors */
+	bool		nulls_equal;	/* NULLS NOT DISTINCT */
+	int			nkeys;
+	Oid			eqprocs[INDEX_MAX_KEYS];
+} AcUniquePair;
+
+/* What the trigger of one tier needs, cached per backend. */
+typedef struct AcUniqueEntry
+{
+	Oid			relid;			/* hash key: the tier */
+	bool		valid;
+	Oid			parent;			/* <t>; InvalidOid: not registered in table mode */
+	Oid			other;			/* the other tier */
+	int			npairs;
+	AcUniquePair *pairs;		/* in CacheMemoryContext */
+	Oid			missing;		/* a unique index without counterpart */
+} AcUniqueEntry;
+
+static HTAB *ac_unique_cache = NULL;
+
+/* Forget entries of a relation changed (its indexes, its triggers). */
+static void
+ac_unique_cache_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	AcUniqueEntry *e;
+
+	hash_seq_init(&status, ac_unique_cache);
+	while ((e = hash_seq_search(&status)) != NULL)
+		if (relid == InvalidOid || e->relid == relid || e->other == relid)
+			e->valid = false;
+}
+
+/* The table-mode configuration a tier belongs to, if any. */
+static bool
+ac_tier_config(Oid relid, AcTableConfig *cfg)
+{
+	Oid			relation;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	relation = ac_registered_view_of(relid);
+	SPI_finish();
+	return OidIsValid(relation) && ac_load_config(relation, cfg) && cfg->table_mode &&
+		(relid == cfg->current || relid == cfg->archive);
+}
+
+static void
+ac_unique_entry_fill(AcUniqueEntry *e, Relation rel)
+{
+	AcTableConfig cfg;
+	Relation	other;
+	List	   *indexes;
+	ListCell   *lc;
+
+	if (e->pairs)
+		pfree(e->pairs);
+	e->pairs = NULL;
+	e->npairs = 0;
+	e->parent = e->other = e->missing = InvalidOid;
+	if (!ac_tier_config(e->relid, &cfg))
+		return;
+	e->parent = cfg.relation;
+	e->other = e->relid == cfg.current ? cfg.archive : cfg.current;
+
+	other = table_open(e->other, AccessShareLock);
+	indexes = RelationGetIndexList(rel);
+	e->pairs = MemoryContextAllocZero(CacheMemoryContext,
+									  sizeof(AcUniquePair) * Max(list_length(indexes), 1));
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		AcUniquePair *p = &e->pairs[e->npairs];
+		int			i;
+
+		if (index->rd_index->indisunique && index->rd_index->indisvalid &&
+			index->rd_index->indislive)
+		{
+			p->own = RelationGetRelid(index);
+			p->other = ac_index_counterpart(p->own, other);
+			if (!OidIsValid(p->other))
+				e->missing = p->own;
+			else
+			{
+				p->named = e->relid == e->parent ? p->own : p->other;
+				p->nulls_equal = index->rd_index->indnullsnotdistinct;
+				p->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+				for (i = 0; i < p->nkeys; i++)
+					p->eqprocs[i] = get_opcode(get_opfamily_member(index->rd_opfamily[i],
+																   index->rd_opcintype[i],
+																   index->rd_opcintype[i],
+																   BTEqualStrategyNumber));
+				e->npairs++;
+			}
+		}
+		index_close(index, AccessShareLock);
+	}
+	list_free(indexes);
+	table_close(other, AccessShareLock);
+}
+
+static AcUniqueEntry *
+ac_unique_entry(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	AcUniqueEntry *e;
+	bool		found;
+
+	if (ac_unique_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(AcUniqueEntry);
+		ac_unique_cache = hash_create("archive_cluster unique checks", 16, &ctl,
+									  HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(ac_unique_cache_inval, (Datum) 0);
+	}
+	e = hash_search(ac_unique_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		e->pairs = NULL;
+		e->valid = false;
+	}
+	if (!e->valid)
+	{
+		/* an invalidation while filling leaves it invalid, to fill again */
+		e->valid = true;
+		ac_unique_entry_fill(e, rel);
+	}
+	return e;
+}
+
+/*
+ * The key of one unique index for a row (in the index's per-row memory of
+ * estate).  False if the row is not in the index (a partial index's
+ * predicate is false).
+ */
+static bool
+ac_index_key(Relation index, TupleTableSlot *slot, EState *estate,
+			 Datum *values, bool *isnull)
+{
+	IndexInfo  *ii = BuildIndexInfo(index);
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+
+	econtext->ecxt_scantuple = slot;
+	if (ii->ii_Predicate != NIL &&
+		!ExecQual(ExecPrepareQual(ii->ii_Predicate, estate), econtext))
+		return false;
+	FormIndexDatum(ii, slot, estate, values, isnull);
+	return true;
+}
+
+/* Are two keys of one index the same bytes? */
+static bool
+ac_same_key(Relation index, int nkeys, Datum *a, bool *an, Datum *b, bool *bn)
+{
+	TupleDesc	desc = RelationGetDescr(index);
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (an[i] != bn[i] ||
+			(!an[i] && !datumIsEqual(a[i], b[i], att->attbyval, att->attlen)))
+			return false;
+	}
+	return true;
+}
+
+/* Error out if the row's key in one unique index is in the other tier. */
+static void
+ac_check_pair(AcUniqueEntry *e, AcUniquePair *p, TupleTableSlot *newslot,
+			  TupleTableSlot *oldslot, EState *estate)
+{
+	Relation	index = index_open(p->own, AccessShareLock);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	Datum		oldvalues[INDEX_MAX_KEYS];
+	bool		oldisnull[INDEX_MAX_KEYS];
+
+	if (!ac_index_key(index, newslot, estate, values, isnull) ||
+		(oldslot != NULL &&
+		 ac_index_key(index, oldslot, estate, oldvalues, oldisnull) &&
+		 ac_same_key(index, p->nkeys, values, isnull, oldvalues, oldisnull)))
+	{
+		index_close(index, AccessShareLock);
+		return;
+	}
+	index_close(index, AccessShareLock);
+
+	if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
+					  p->nulls_equal))
+	{
+		Relation	parent = table_open(e->parent, AccessShareLock);
+		Relation	named = index_open(p->named, AccessShareLock);
+		char	   *key = BuildIndexValueDescription(named, values, isnull);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("duplicate key value violates unique constraint \"%s\"",
+						RelationGetRelationName(named)),
+				 key ? errdetail("Key %s already exists.", key) : 0,
+				 errtableconstraint(parent, RelationGetRelationName(named))));
+	}
+}
+
+Datum
+archive_cluster_unique_check(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TriggerEvent event;
+	AcUniqueEntry *e;
+	TupleTableSlot *newslot;
+	TupleTableSlot *oldslot = NULL;
+	EState	   *estate;
+	int			i;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("archive_cluster_unique_check() was not called by the trigger manager")));
+	event = trigdata->tg_event;
+	if (!TRIGGER_FIRED_AFTER(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
+		!(TRIGGER_FIRED_BY_INSERT(event) || TRIGGER_FIRED_BY_UPDATE(event)))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("archive_cluster_unique_check() must be fired AFTER INSERT OR UPDATE FOR EACH ROW")));
+
+	/* an UPDATE that changed no indexed column (HOT) changed no key */
+	if (TRIGGER_FIRED_BY_UPDATE(event) && HeapTupleIsHeapOnly(trigdata->tg_newtuple))
+		return PointerGetDatum(NULL);
+
+	e = ac_unique_entry(trigdata->tg_relation);
+	if (!OidIsValid(e->parent))
+		return PointerGetDatum(NULL);	/* no longer registered */
+	if (OidIsValid(e->missing))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("unique index \"%s\" of \"%s\" has no counterpart on \"%s\"",
+						get_rel_name(e->missing), RelationGetRelationName(trigdata->tg_relation),
+						get_rel_name(e->other)),
+				 errdetail("The index cannot be kept unique across the table and its archive."),
+				 errhint("Create the same unique index on \"%s\".", get_rel_name(e->other))));
+	if (e->npairs == 0)
+		return PointerGetDatum(NULL);
+
+	if (TRIGGER_FIRED_BY_UPDATE(event))
+	{
+		newslot = trigdata->tg_newslot;
+		oldslot = trigdata->tg_trigslot;
+	}
+	else
+		newslot = trigdata->tg_trigslot;
+
+	estate = CreateExecutorState();
+	for (i = 0; i < e->npairs; i++)
+	{
+		ac_check_pair(e, &e->pairs[i], newslot, oldslot, estate);
+		ResetPerTupleExprContext(estate);
+	}
+	FreeExecutorState(estate);
+	return PointerGetDatum(NULL);
+}
