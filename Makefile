@@ -14,6 +14,7 @@ OBJS = \
 	src/key_probe.o \
 	src/launcher.o \
 	src/mover.o \
+	src/on_conflict.o \
 	src/pool.o \
 	src/pool_views.o \
 	src/register.o \

@@ -10,7 +10,8 @@
  *		shared_preload_libraries, a launcher and a bounded pool of short-lived
  *		workers archive by themselves (pool.c, launcher.c, worker.c).  Row locks through a
  *		registered view are refused in any session that loaded the library
- *		(row_locks.c).
+ *		(row_locks.c), and INSERT ... ON CONFLICT on a table registered in
+ *		table mode looks for conflicts among archived rows (on_conflict.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +22,7 @@
 
 #include "guc.h"
 #include "launcher.h"
+#include "on_conflict.h"
 #include "pool.h"
 #include "row_locks.h"
 #include "utility.h"
@@ -35,6 +37,7 @@ _PG_init(void)
 	ac_define_gucs();
 	/* in every session that loads the library, preloaded or not */
 	ac_row_locks_install();
+	ac_on_conflict_install();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		ac_pool_init_hooks();

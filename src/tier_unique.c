@@ -20,7 +20,9 @@
  *		after that, finds the key in the archive.
  *
  *		An AFTER trigger leaves COPY its multi-row inserts; an UPDATE that
- *		changes no indexed column (a HOT update) returns at once.
+ *		changes no indexed column (a HOT update) returns at once.  The same
+ *		function serves as the BEFORE trigger that on_conflict.c adds to
+ *		INSERT ... ON CONFLICT statements.
  *
  *-------------------------------------------------------------------------
  */
@@ -226,6 +228,24 @@ ac_same_key(Relation index, int nkeys, Datum *a, bool *an, Datum *b, bool *bn)
 	return true;
 }
 
+/* The cross-tier duplicate error, as a unique index of a plain table gives it. */
+static void
+ac_unique_violation(AcUniqueEntry *e, AcUniquePair *p, Datum *values, bool *isnull,
+					const char *hint)
+{
+	Relation	parent = table_open(e->parent, AccessShareLock);
+	Relation	named = index_open(p->named, AccessShareLock);
+	char	   *key = BuildIndexValueDescription(named, values, isnull);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("duplicate key value violates unique constraint \"%s\"",
+					RelationGetRelationName(named)),
+			 key ? errdetail("Key %s already exists.", key) : 0,
+			 hint ? errhint("%s", hint) : 0,
+			 errtableconstraint(parent, RelationGetRelationName(named))));
+}
+
 /* Error out if the row's key in one unique index is in the other tier. */
 static void
 ac_check_pair(AcUniqueEntry *e, AcUniquePair *p, TupleTableSlot *newslot,
@@ -249,18 +269,56 @@ ac_check_pair(AcUniqueEntry *e, AcUniquePair *p, TupleTableSlot *newslot,
 
 	if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
 					  p->nulls_equal))
-	{
-		Relation	parent = table_open(e->parent, AccessShareLock);
-		Relation	named = index_open(p->named, AccessShareLock);
-		char	   *key = BuildIndexValueDescription(named, values, isnull);
+		ac_unique_violation(e, p, values, isnull, NULL);
+}
 
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("duplicate key value violates unique constraint \"%s\"",
-						RelationGetRelationName(named)),
-				 key ? errdetail("Key %s already exists.", key) : 0,
-				 errtableconstraint(parent, RelationGetRelationName(named))));
+/*
+ * INSERT ... ON CONFLICT into <t> (on_conflict.c): a BEFORE ROW trigger
+ * whose arguments are the action and the arbiter indexes.  A row whose key
+ * in an arbiter index is archived is skipped (DO NOTHING) or refused (DO
+ * UPDATE); any other row goes on to the executor's own conflict check.
+ */
+static Datum
+ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
+{
+	Trigger    *trig = trigdata->tg_trigger;
+	bool		nothing = strcmp(trig->tgargs[0], "nothing") == 0;
+	EState	   *estate = CreateExecutorState();
+	int			i,
+				j;
+
+	for (i = 0; i < e->npairs; i++)
+	{
+		AcUniquePair *p = &e->pairs[i];
+		Relation	index;
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+		bool		arbiter = trig->tgnargs == 1;	/* no target: every unique index */
+		bool		inindex;
+
+		for (j = 1; j < trig->tgnargs && !arbiter; j++)
+			arbiter = atooid(trig->tgargs[j]) == p->own;
+		if (!arbiter)
+			continue;
+		index = index_open(p->own, AccessShareLock);
+		inindex = ac_index_key(index, trigdata->tg_trigslot, estate, values, isnull);
+		index_close(index, AccessShareLock);
+		if (inindex &&
+			ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
+						  p->nulls_equal))
+		{
+			if (nothing)
+			{
+				FreeExecutorState(estate);
+				return PointerGetDatum(NULL);	/* skip the row */
+			}
+			ac_unique_violation(e, p, values, isnull,
+								"The conflicting row is archived, and INSERT ... ON CONFLICT DO UPDATE does not update archived rows; update it with UPDATE.");
+		}
+		ResetPerTupleExprContext(estate);
 	}
+	FreeExecutorState(estate);
+	return PointerGetDatum(trigdata->tg_trigtuple);
 }
 
 Datum
@@ -279,6 +337,16 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("archive_cluster_unique_check() was not called by the trigger manager")));
 	event = trigdata->tg_event;
+	if (TRIGGER_FIRED_BEFORE(event) && TRIGGER_FIRED_FOR_ROW(event) &&
+		TRIGGER_FIRED_BY_INSERT(event) && trigdata->tg_trigger->tgnargs >= 1 &&
+		(strcmp(trigdata->tg_trigger->tgargs[0], "nothing") == 0 ||
+		 strcmp(trigdata->tg_trigger->tgargs[0], "update") == 0))
+	{
+		e = ac_unique_entry(trigdata->tg_relation);
+		if (!OidIsValid(e->parent) || OidIsValid(e->missing))
+			return PointerGetDatum(trigdata->tg_trigtuple);	/* the AFTER check says */
+		return ac_on_conflict_row(trigdata, e);
+	}
 	if (!TRIGGER_FIRED_AFTER(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
 		!(TRIGGER_FIRED_BY_INSERT(event) || TRIGGER_FIRED_BY_UPDATE(event)))
 		ereport(ERROR,

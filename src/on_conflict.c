@@ -1,0 +1,173 @@
+/*-------------------------------------------------------------------------
+ *
+ * on_conflict.c
+ *		Table mode: INSERT ... ON CONFLICT on <t> meeting an archived row.
+ *
+ *		ON CONFLICT looks for conflicts in the arbiter indexes of <t>, which
+ *		hold <t>'s own rows only: an archived row with the same key is not
+ *		seen, the row is inserted, and the cross-tier check that runs after
+ *		it (tier_unique.c) fails with 23505.  A plain table would have
+ *		skipped the row (DO NOTHING) or updated the existing one (DO
+ *		UPDATE).
+ *
+ *		So, for an INSERT ... ON CONFLICT into a table registered in table
+ *		mode, an ExecutorStart hook adds a BEFORE ROW INSERT trigger to the
+ *		statement's own copy of the table's triggers (the ResultRelInfo's,
+ *		copied from the relcache by the executor; the catalog is not
+ *		touched): it runs archive_cluster_unique_check() with the action
+ *		and the arbiter indexes as arguments, before the executor's own
+ *		conflict check.  A row whose key in an arbiter index is archived
+ *		(looked up as tier_unique.c does, waiting for a writer in progress)
+ *		is then skipped for DO NOTHING, as a plain table would; for DO
+ *		UPDATE it fails with 23505 and a hint: an archived row is not
+ *		updated by ON CONFLICT (the executor cannot lock and update a row of
+ *		another relation there).  A real trigger would cost every COPY its
+ *		multi-row inserts; this one exists for ON CONFLICT statements only.
+ *
+ *		Installed whenever the library is loaded, as row_locks.c is: with
+ *		archive_cluster in shared_preload_libraries (or
+ *		session_preload_libraries), in every session.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/instrument.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/rel.h"
+
+#include "on_conflict.h"
+
+/* the name of the cross-tier trigger that registration puts on <t> */
+#define AC_UNIQUE_TRIGGER "archive_cluster_unique"
+/* the name of the trigger added to ON CONFLICT statements */
+#define AC_CONFLICT_TRIGGER "archive_cluster_on_conflict"
+
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* The trigger function of <t>'s cross-tier trigger, or InvalidOid. */
+static Oid
+ac_unique_trigger_function(TriggerDesc *trigdesc)
+{
+	int			i;
+
+	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *trig = &trigdesc->triggers[i];
+
+		if (strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0 &&
+			TRIGGER_FOR_ROW(trig->tgtype) && TRIGGER_FOR_AFTER(trig->tgtype) &&
+			TRIGGER_FOR_INSERT(trig->tgtype) && trig->tgenabled != TRIGGER_DISABLED)
+			return trig->tgfoid;
+	}
+	return InvalidOid;
+}
+
+/*
+ * Append a BEFORE ROW INSERT trigger running fnoid to the statement's
+ * triggers of rri, with arguments: the action, then the OIDs of the
+ * arbiter indexes (none: ON CONFLICT without a target, where every unique
+ * index is one).  Allocated in the query's memory.
+ */
+static void
+ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, OnConflictAction action,
+						EState *estate)
+{
+	TriggerDesc *td = rri->ri_TrigDesc;
+	int			n = td->numtriggers;
+	Trigger    *trig;
+	ListCell   *lc;
+	int			i;
+
+	/* a plan node reached twice (a CTE is also among es_subplanstates) */
+	if (strcmp(td->triggers[n - 1].tgname, AC_CONFLICT_TRIGGER) == 0)
+		return;
+
+	td->triggers = repalloc(td->triggers, sizeof(Trigger) * (n + 1));
+	trig = &td->triggers[n];
+	memset(trig, 0, sizeof(Trigger));
+	trig->tgname = pstrdup(AC_CONFLICT_TRIGGER);
+	trig->tgfoid = fnoid;
+	trig->tgtype = TRIGGER_TYPE_ROW | TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_INSERT;
+	trig->tgenabled = TRIGGER_FIRES_ON_ORIGIN;
+	trig->tgisinternal = true;
+	trig->tgnargs = 1 + list_length(rri->ri_onConflictArbiterIndexes);
+	trig->tgargs = palloc(sizeof(char *) * trig->tgnargs);
+	trig->tgargs[0] = pstrdup(action == ONCONFLICT_NOTHING ? "nothing" : "update");
+	i = 1;
+	foreach(lc, rri->ri_onConflictArbiterIndexes)
+		trig->tgargs[i++] = psprintf("%u", lfirst_oid(lc));
+	td->numtriggers = n + 1;
+	td->trig_insert_before_row = true;
+
+	/* the executor's per-trigger state, one more slot */
+	rri->ri_TrigFunctions = repalloc(rri->ri_TrigFunctions, sizeof(FmgrInfo) * (n + 1));
+	memset(&rri->ri_TrigFunctions[n], 0, sizeof(FmgrInfo));
+	rri->ri_TrigWhenExprs = repalloc(rri->ri_TrigWhenExprs, sizeof(ExprState *) * (n + 1));
+	rri->ri_TrigWhenExprs[n] = NULL;
+	if (rri->ri_TrigInstrument != NULL)
+	{
+		Instrumentation *instr = InstrAlloc(n + 1, estate->es_instrument, false);
+
+		memcpy(instr, rri->ri_TrigInstrument, sizeof(Instrumentation) * n);
+		rri->ri_TrigInstrument = instr;
+	}
+}
+
+static bool
+ac_on_conflict_walker(PlanState *ps, void *context)
+{
+	if (ps == NULL)
+		return false;
+	if (IsA(ps, ModifyTableState))
+	{
+		ModifyTableState *mt = (ModifyTableState *) ps;
+		ModifyTable *node = (ModifyTable *) ps->plan;
+
+		if (mt->operation == CMD_INSERT && node->onConflictAction != ONCONFLICT_NONE &&
+			mt->mt_nrels == 1)
+		{
+			ResultRelInfo *rri = mt->resultRelInfo;
+			Oid			fnoid = ac_unique_trigger_function(rri->ri_TrigDesc);
+
+			if (OidIsValid(fnoid))
+				ac_add_conflict_trigger(rri, fnoid, node->onConflictAction,
+										(EState *) context);
+		}
+	}
+	return planstate_tree_walker(ps, ac_on_conflict_walker, context);
+}
+
+static void
+ac_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	MemoryContext oldcxt;
+	ListCell   *lc;
+
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+
+	/* only statements that insert with ON CONFLICT, somewhere in the plan */
+	if (queryDesc->plannedstmt->commandType == CMD_SELECT &&
+		!queryDesc->plannedstmt->hasModifyingCTE)
+		return;
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
+		return;
+	oldcxt = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
+	(void) ac_on_conflict_walker(queryDesc->planstate, queryDesc->estate);
+	foreach(lc, queryDesc->estate->es_subplanstates)
+		(void) ac_on_conflict_walker((PlanState *) lfirst(lc), queryDesc->estate);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+void
+ac_on_conflict_install(void)
+{
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = ac_executor_start;
+}
