@@ -195,7 +195,7 @@ ac_check_referencing_keys(Relation rel, const char *tablename, bool registering)
 						tablename, conname, referencing ? referencing : "?",
 						RelationGetRelationName(rel)),
 				 registering ?
-				 errhint("A foreign key cannot reference a view; drop the foreign key first.") :
+				 errhint("A foreign key finds the rows it references in the table alone, never among archived rows; drop the foreign key first.") :
 				 errhint("A run deletes rows from \"%s\" without checking foreign keys that reference it; drop the foreign key.",
 						 RelationGetRelationName(rel))));
 	}

@@ -175,8 +175,8 @@ ac_check_tier_indexes(Relation parent, Relation archive, bool registering)
 						get_rel_name(indexoid), relname, RelationGetRelationName(archive)),
 				 errdetail("Rows moved to the archive would not be in the index%s.",
 						   unique ? ", nor kept unique across the table and its archive" : ""),
-				 errhint("Create the same index on \"%s\" (pg_get_indexdef(%u) with the archive's name).",
-						 RelationGetRelationName(archive), indexoid)));
+				 errhint("Create the same index on \"%s\" too.",
+						 RelationGetRelationName(archive))));
 	}
 	list_free(indexes);
 }

@@ -1,0 +1,139 @@
+-- Table mode: the registered table stays a table; <t>_archive is its
+-- inheritance child; every unique index holds across the two.
+CREATE SCHEMA tm;
+GRANT USAGE, CREATE ON SCHEMA tm TO ac_owner;
+GRANT USAGE ON SCHEMA tm TO ac_other;
+SET ROLE ac_owner;
+CREATE TABLE tm."Orders" (
+	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	ts timestamp NOT NULL,
+	cid int NOT NULL,
+	email text UNIQUE,
+	code text,
+	n int NOT NULL DEFAULT 0 CHECK (n >= 0),
+	gone int,
+	twice int GENERATED ALWAYS AS (n * 2) STORED
+);
+ALTER TABLE tm."Orders" DROP COLUMN gone;
+CREATE INDEX orders_cid_ts ON tm."Orders" (cid, ts);
+CREATE UNIQUE INDEX orders_code ON tm."Orders" (lower(code)) WHERE code IS NOT NULL;
+INSERT INTO tm."Orders" (ts, cid, email, code)
+SELECT timestamp '2020-01-01' + i * interval '1 minute', i % 10, 'e' || i, 'C' || i
+FROM generate_series(1, 500) i;
+GRANT SELECT, INSERT, UPDATE, DELETE ON tm."Orders" TO ac_other;
+CREATE TEMP TABLE tm_before AS
+SELECT 'tm."Orders"'::regclass::oid AS oid, checksum('tm."Orders"') AS sum;
+RESET ROLE;
+
+-- arguments
+SELECT try($$SELECT archive_cluster_register('tm."Orders"', '{cid,ts}', 'ts', mode => 'tables')$$);
+SELECT try($$SELECT archive_cluster_register('tm."Orders"', '{cid,ts}', 'ts', mode => NULL)$$);
+
+SET ROLE ac_owner;
+SELECT archive_cluster_register('tm."Orders"', '{cid,ts}', 'ts', '1 day', mode => 'table');
+RESET ROLE;
+
+-- the same table (OID, rows), an inheritance child with the same indexes
+SELECT t.oid = b.oid AS same_oid, checksum('tm."Orders"') = b.sum AS same_rows
+FROM tm_before b, (SELECT 'tm."Orders"'::regclass::oid) t(oid);
+SELECT relation, mode, current_table, archive_table FROM archive_cluster_tables;
+SELECT inhrelid::regclass, inhparent::regclass FROM pg_inherits
+WHERE inhparent = 'tm."Orders"'::regclass;
+SELECT indexrelid::regclass, pg_get_indexdef(indexrelid) FROM pg_index
+WHERE indrelid = 'tm."Orders_archive"'::regclass ORDER BY 1::text;
+SELECT tgrelid::regclass, tgname FROM pg_trigger
+WHERE tgrelid IN ('tm."Orders"'::regclass, 'tm."Orders_archive"'::regclass) ORDER BY 1::text;
+-- statements on the table reach the archive with the table's privileges only
+SELECT has_table_privilege('ac_other', 'tm."Orders_archive"', 'SELECT') AS other_reads_archive;
+
+-- a run moves every old row out of ONLY "Orders"
+SELECT status, rows_moved FROM archive_cluster_run('tm."Orders"', force => true);
+SELECT tableoid::regclass, count(*) FROM tm."Orders" GROUP BY 1 ORDER BY 1::text;
+SELECT checksum('tm."Orders"') = (SELECT sum FROM tm_before) AS same_rows;
+
+-- every unique index holds across the tiers, with a plain table's error
+SET ROLE ac_other;
+INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'new1') RETURNING id, twice;
+SELECT try($$INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'e7')$$);
+SELECT try($$INSERT INTO tm."Orders" (ts, cid, code) VALUES (now(), 1, 'c7')$$);
+SELECT try($$UPDATE tm."Orders" SET email = 'e8' WHERE email = 'new1'$$);
+SELECT try($$UPDATE tm."Orders" SET email = 'new1' WHERE email = 'e9'$$);
+SELECT try($$UPDATE tm."Orders" SET code = 'c501' WHERE id = 9$$);
+-- NULLs are distinct; a key moved within one tier is fine
+INSERT INTO tm."Orders" (ts, cid) VALUES (now(), 1), (now(), 2);
+UPDATE tm."Orders" SET email = 'e9-moved' WHERE email = 'e9';
+UPDATE tm."Orders" SET email = 'e9' WHERE email = 'e9-moved';
+-- identity: as on the table itself
+SELECT try($$INSERT INTO tm."Orders" (id, ts, cid) VALUES (5, now(), 1)$$);
+SELECT try($$INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE VALUES (5, now(), 1)$$);
+-- updates of archived rows stay in the archive, checked as on the table
+UPDATE tm."Orders" SET n = n + 1 WHERE id IN (3, 4) RETURNING tableoid::regclass, id, n, twice;
+SELECT try($$UPDATE tm."Orders" SET n = -1 WHERE id = 3$$);
+
+-- ON CONFLICT and MERGE
+INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
+VALUES (3, now(), 1, 'x3'), (9000, now(), 1, 'x9000')
+ON CONFLICT DO NOTHING RETURNING id, email;
+INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
+VALUES (9001, now(), 1, 'e10') ON CONFLICT (email) DO NOTHING RETURNING id;
+SELECT try($$INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
+VALUES (9002, now(), 1, 'e11') ON CONFLICT (id) DO NOTHING$$);
+INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
+VALUES (9000, now(), 1, 'x9000') ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 5
+RETURNING id, n;
+SELECT try($$INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
+VALUES (4, now(), 1, 'x4') ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 5$$);
+WITH w AS (INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE
+		   VALUES (5, now(), 1) ON CONFLICT DO NOTHING RETURNING id)
+SELECT count(*) AS inserted FROM w;
+MERGE INTO tm."Orders" o USING (VALUES (6::bigint), (9003)) v(id) ON o.id = v.id
+WHEN MATCHED THEN UPDATE SET n = o.n + 100
+WHEN NOT MATCHED THEN INSERT (ts, cid, email) VALUES (now(), 3, 'merged');
+SELECT tableoid::regclass, id, n FROM tm."Orders" WHERE id = 6 OR email = 'merged';
+RESET ROLE;
+
+-- no duplicate anywhere
+SELECT count(*) = count(DISTINCT id) AS ids_unique,
+	   count(email) = count(DISTINCT email) AS emails_unique
+FROM tm."Orders";
+
+-- an index created on the table alone: runs refuse and say how to mend;
+-- a unique one also refuses writes it cannot check
+SET ROLE ac_owner;
+CREATE INDEX orders_n ON tm."Orders" (n);
+SELECT try($$SELECT * FROM archive_cluster_run('tm."Orders"', force => true)$$);
+CREATE INDEX orders_archive_n ON tm."Orders_archive" (n);
+SELECT status FROM archive_cluster_run('tm."Orders"', force => true);
+CREATE UNIQUE INDEX orders_cid_email ON tm."Orders" (cid, email);
+SELECT try($$INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'late')$$);
+CREATE UNIQUE INDEX orders_archive_cid_email ON tm."Orders_archive" (cid, email);
+INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'late');
+-- what table mode cannot keep
+CREATE TABLE tm.excl (id int PRIMARY KEY, ts timestamp NOT NULL, cid int NOT NULL,
+	EXCLUDE USING btree (cid WITH =));
+SELECT try($$SELECT archive_cluster_register('tm.excl', '{cid,ts}', 'ts', mode => 'table')$$);
+CREATE TABLE tm.defer (id int PRIMARY KEY, ts timestamp NOT NULL, cid int NOT NULL,
+	u int UNIQUE DEFERRABLE);
+SELECT try($$SELECT archive_cluster_register('tm.defer', '{cid,ts}', 'ts', mode => 'table')$$);
+CREATE TABLE tm.trig (id int PRIMARY KEY, ts timestamp NOT NULL, cid int NOT NULL);
+CREATE FUNCTION tm.noop() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
+CREATE TRIGGER t BEFORE UPDATE ON tm.trig FOR EACH ROW EXECUTE FUNCTION tm.noop();
+SELECT try($$SELECT archive_cluster_register('tm.trig', '{cid,ts}', 'ts', mode => 'table')$$);
+CREATE TABLE tm.ref (id int REFERENCES tm.trig);
+DROP TRIGGER t ON tm.trig;
+SELECT try($$SELECT archive_cluster_register('tm.trig', '{cid,ts}', 'ts', mode => 'table')$$);
+DROP TABLE tm.ref, tm.excl, tm.defer;
+-- a view on the table is fine: the table stays a table
+CREATE VIEW tm.trig_v AS SELECT id FROM tm.trig;
+SELECT archive_cluster_register('tm.trig', '{cid,ts}', 'ts', mode => 'table');
+
+-- unregister: the rows back in the table, no child, no trigger left
+SELECT archive_cluster_unregister('tm."Orders"') AS rows_back;
+SELECT count(*) FROM pg_inherits WHERE inhparent = 'tm."Orders"'::regclass;
+SELECT count(*) FROM pg_trigger WHERE tgrelid = 'tm."Orders"'::regclass;
+SELECT to_regclass('tm."Orders_archive"');
+SELECT count(*) = count(DISTINCT id) AS ids_unique, count(*) FROM ONLY tm."Orders";
+SELECT archive_cluster_unregister('tm.trig') AS rows_back;
+RESET ROLE;
+SELECT count(*) FROM archive_cluster_config;
+DROP SCHEMA tm CASCADE;
