@@ -303,7 +303,16 @@ ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 		index = index_open(p->own, AccessShareLock);
 		inindex = ac_index_key(index, trigdata->tg_trigslot, estate, values, isnull);
 		index_close(index, AccessShareLock);
+
+		/*
+		 * First the key in <t> itself, waiting for a transaction that is
+		 * deleting it: a run moving it to the archive.  Found there, the
+		 * executor's own conflict check deals with it; else, once the run
+		 * has committed, the row is found in the archive.
+		 */
 		if (inindex &&
+			!ac_key_exists(e->relid, p->own, p->eqprocs, p->nkeys, values, isnull,
+						   p->nulls_equal) &&
 			ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
 						  p->nulls_equal))
 		{
