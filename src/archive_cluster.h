@@ -73,6 +73,7 @@ typedef struct AcRunLog
 /* config.c */
 extern Oid	ac_extension_schema(void);
 extern char *ac_extension_object(const char *name);
+extern Oid	ac_extension_owner(void);
 extern uint64 ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 										 Datum *values, const char *nulls,
 										 int expected);

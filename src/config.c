@@ -68,7 +68,7 @@ ac_extension_object(const char *name)
 									  name);
 }
 
-static Oid
+Oid
 ac_extension_owner(void)
 {
 	Oid			owner;

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
@@ -171,14 +172,19 @@ ac_define_gucs(void)
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
-	DefineCustomIntVariable("archive_cluster.max_databases",
-							"Largest number of databases the launcher serves.",
-							"Databases beyond it are not archived by workers, and the "
-							"launcher says so in the log.",
-							&archive_cluster_max_databases,
-							1024, 1, 100000,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
+	/*
+	 * Sizes shared memory: only while the postmaster loads the library (a
+	 * session loading it later may not define a PGC_POSTMASTER setting).
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("archive_cluster.max_databases",
+								"Largest number of databases the launcher serves.",
+								"Databases beyond it are not archived by workers, and the "
+								"launcher says so in the log.",
+								&archive_cluster_max_databases,
+								1024, 1, 100000,
+								PGC_POSTMASTER, 0,
+								NULL, NULL, NULL);
 
 	DefineCustomStringVariable("archive_cluster.databases",
 							   "Databases the background worker serves (comma-separated).",

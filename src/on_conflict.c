@@ -50,7 +50,7 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
 
 /* The trigger function of <t>'s cross-tier trigger, or InvalidOid. */
 static Oid
-ac_unique_trigger_function(TriggerDesc *trigdesc)
+ac_unique_trigger_function(TriggerDesc *trigdesc, char *enabled)
 {
 	int			i;
 
@@ -61,7 +61,10 @@ ac_unique_trigger_function(TriggerDesc *trigdesc)
 		if (strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0 &&
 			TRIGGER_FOR_ROW(trig->tgtype) && TRIGGER_FOR_AFTER(trig->tgtype) &&
 			TRIGGER_FOR_INSERT(trig->tgtype) && trig->tgenabled != TRIGGER_DISABLED)
+		{
+			*enabled = trig->tgenabled;
 			return trig->tgfoid;
+		}
 	}
 	return InvalidOid;
 }
@@ -73,8 +76,8 @@ ac_unique_trigger_function(TriggerDesc *trigdesc)
  * index is one).  Allocated in the query's memory.
  */
 static void
-ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, OnConflictAction action,
-						EState *estate)
+ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
+						OnConflictAction action, EState *estate)
 {
 	TriggerDesc *td = rri->ri_TrigDesc;
 	int			n = td->numtriggers;
@@ -92,7 +95,7 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, OnConflictAction action,
 	trig->tgname = pstrdup(AC_CONFLICT_TRIGGER);
 	trig->tgfoid = fnoid;
 	trig->tgtype = TRIGGER_TYPE_ROW | TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_INSERT;
-	trig->tgenabled = TRIGGER_FIRES_ON_ORIGIN;
+	trig->tgenabled = enabled;	/* fires when the AFTER trigger does */
 	trig->tgisinternal = true;
 	trig->tgnargs = 1 + list_length(rri->ri_onConflictArbiterIndexes);
 	trig->tgargs = palloc(sizeof(char *) * trig->tgnargs);
@@ -131,10 +134,11 @@ ac_on_conflict_walker(PlanState *ps, void *context)
 			mt->mt_nrels == 1)
 		{
 			ResultRelInfo *rri = mt->resultRelInfo;
-			Oid			fnoid = ac_unique_trigger_function(rri->ri_TrigDesc);
+			char		enabled = TRIGGER_FIRES_ON_ORIGIN;
+			Oid			fnoid = ac_unique_trigger_function(rri->ri_TrigDesc, &enabled);
 
 			if (OidIsValid(fnoid))
-				ac_add_conflict_trigger(rri, fnoid, node->onConflictAction,
+				ac_add_conflict_trigger(rri, fnoid, enabled, node->onConflictAction,
 										(EState *) context);
 		}
 	}

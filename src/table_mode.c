@@ -38,6 +38,35 @@
 #define AC_UNIQUE_TRIGGER "archive_cluster_unique"
 
 /*
+ * Error out unless tier rel has the cross-tier trigger, enabled
+ * (ALTER TABLE ... DISABLE TRIGGER USER disables it too).
+ */
+static void
+ac_check_unique_trigger(Relation rel)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	int			i;
+
+	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *trig = &trigdesc->triggers[i];
+
+		if (strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0 &&
+			TRIGGER_FOR_ROW(trig->tgtype) && TRIGGER_FOR_AFTER(trig->tgtype) &&
+			TRIGGER_FOR_INSERT(trig->tgtype) && TRIGGER_FOR_UPDATE(trig->tgtype) &&
+			trig->tgenabled != TRIGGER_DISABLED)
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("trigger \"%s\" of \"%s\" is missing or disabled",
+					AC_UNIQUE_TRIGGER, RelationGetRelationName(rel)),
+			 errdetail("It keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
+			 errhint("Enable it with ALTER TABLE ... ENABLE TRIGGER %s, and look for duplicates written while it was not.",
+					 AC_UNIQUE_TRIGGER)));
+}
+
+/*
  * What table mode refuses beyond view mode's common requirements: indexes
  * the tiers cannot keep together (tier_indexes.c), and row-level triggers
  * of the user: they would not fire for archived rows, which statements on
@@ -50,6 +79,11 @@ ac_table_mode_check(Relation rel, Relation archive, bool registering)
 	int			i;
 
 	ac_check_tier_indexes(rel, archive, registering);
+	if (!registering)
+	{
+		ac_check_unique_trigger(rel);
+		ac_check_unique_trigger(archive);
+	}
 	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
 	{
 		Trigger    *trig = &trigdesc->triggers[i];

@@ -37,8 +37,10 @@
 #include "catalog/pg_index.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
+#include "executor/nodeModifyTable.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -76,6 +78,7 @@ typedef struct AcUniqueEntry
 } AcUniqueEntry;
 
 static HTAB *ac_unique_cache = NULL;
+static uint64 ac_unique_invals = 0;	/* invalidations seen */
 
 /* Forget entries of a relation changed (its indexes, its triggers). */
 static void
@@ -84,85 +87,114 @@ ac_unique_cache_inval(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	AcUniqueEntry *e;
 
+	ac_unique_invals++;
 	hash_seq_init(&status, ac_unique_cache);
 	while ((e = hash_seq_search(&status)) != NULL)
 		if (relid == InvalidOid || e->relid == relid || e->other == relid)
 			e->valid = false;
 }
 
-/* The table-mode configuration a tier belongs to, if any. */
+/*
+ * The table-mode configuration a tier belongs to, if any: read as the
+ * extension's owner, as whoever writes to <t> may have no privilege on the
+ * extension's schema.
+ */
 static bool
 ac_tier_config(Oid relid, AcTableConfig *cfg)
 {
+	Oid			save_userid;
+	int			save_sec_context;
 	Oid			relation;
+	bool		found;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(ac_extension_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	relation = ac_registered_view_of(relid);
-	SPI_finish();
-	return OidIsValid(relation) && ac_load_config(relation, cfg) && cfg->table_mode &&
+	found = OidIsValid(relation) && ac_load_config(relation, cfg) && cfg->table_mode &&
 		(relid == cfg->current || relid == cfg->archive);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	SPI_finish();
+	return found;
 }
 
+/*
+ * Fill entry e for tier rel into *out (pairs in CacheMemoryContext).  An
+ * error leaves e as it was: invalid, to be filled again.
+ */
 static void
-ac_unique_entry_fill(AcUniqueEntry *e, Relation rel)
+ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 {
 	AcTableConfig cfg;
 	Relation	other;
 	List	   *indexes;
 	ListCell   *lc;
 
-	if (e->pairs)
-		pfree(e->pairs);
-	e->pairs = NULL;
-	e->npairs = 0;
-	e->parent = e->other = e->missing = InvalidOid;
+	memset(out, 0, sizeof(*out));
+	out->relid = e->relid;
 	if (!ac_tier_config(e->relid, &cfg))
 		return;
-	e->parent = cfg.relation;
-	e->other = e->relid == cfg.current ? cfg.archive : cfg.current;
+	out->parent = cfg.relation;
+	out->other = e->relid == cfg.current ? cfg.archive : cfg.current;
 
-	other = table_open(e->other, AccessShareLock);
+	other = table_open(out->other, AccessShareLock);
 	indexes = RelationGetIndexList(rel);
-	e->pairs = MemoryContextAllocZero(CacheMemoryContext,
-									  sizeof(AcUniquePair) * Max(list_length(indexes), 1));
-	foreach(lc, indexes)
+	out->pairs = MemoryContextAllocZero(CacheMemoryContext,
+										sizeof(AcUniquePair) * Max(list_length(indexes), 1));
+	PG_TRY();
 	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		AcUniquePair *p = &e->pairs[e->npairs];
-		int			i;
-
-		if (index->rd_index->indisunique && index->rd_index->indisvalid &&
-			index->rd_index->indislive)
+		foreach(lc, indexes)
 		{
-			p->own = RelationGetRelid(index);
-			p->other = ac_index_counterpart(p->own, other);
-			if (!OidIsValid(p->other))
-				e->missing = p->own;
-			else
+			Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+			AcUniquePair *p = &out->pairs[out->npairs];
+			int			i;
+
+			if (index->rd_index->indisunique && index->rd_index->indisvalid &&
+				index->rd_index->indislive)
 			{
-				p->named = e->relid == e->parent ? p->own : p->other;
-				p->nulls_equal = index->rd_index->indnullsnotdistinct;
-				p->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
-				for (i = 0; i < p->nkeys; i++)
-					p->eqprocs[i] = get_opcode(get_opfamily_member(index->rd_opfamily[i],
-																   index->rd_opcintype[i],
-																   index->rd_opcintype[i],
-																   BTEqualStrategyNumber));
-				e->npairs++;
+				p->own = RelationGetRelid(index);
+				p->other = ac_index_counterpart(p->own, other);
+				if (!OidIsValid(p->other))
+					out->missing = p->own;
+				else
+				{
+					p->named = e->relid == out->parent ? p->own : p->other;
+					p->nulls_equal = index->rd_index->indnullsnotdistinct;
+					p->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+					for (i = 0; i < p->nkeys; i++)
+						p->eqprocs[i] = get_opcode(get_opfamily_member(index->rd_opfamily[i],
+																	   index->rd_opcintype[i],
+																	   index->rd_opcintype[i],
+																	   BTEqualStrategyNumber));
+					out->npairs++;
+				}
 			}
+			index_close(index, AccessShareLock);
 		}
-		index_close(index, AccessShareLock);
 	}
+	PG_CATCH();
+	{
+		pfree(out->pairs);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	list_free(indexes);
 	table_close(other, AccessShareLock);
 }
 
+/*
+ * The entry of tier rel, copied into the current memory context: a trigger
+ * fired while this one runs (by an index expression, say) may fill the
+ * cached entry again and free its pairs.
+ */
 static AcUniqueEntry *
 ac_unique_entry(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 	AcUniqueEntry *e;
+	AcUniqueEntry *copy;
 	bool		found;
 
 	if (ac_unique_cache == NULL)
@@ -183,11 +215,22 @@ ac_unique_entry(Relation rel)
 	}
 	if (!e->valid)
 	{
-		/* an invalidation while filling leaves it invalid, to fill again */
-		e->valid = true;
-		ac_unique_entry_fill(e, rel);
+		AcUniqueEntry filled;
+		uint64		invals = ac_unique_invals;
+
+		ac_unique_entry_fill(e, rel, &filled);
+		if (e->pairs)
+			pfree(e->pairs);
+		*e = filled;
+		/* an invalidation while filling: use it now, fill again next time */
+		e->valid = ac_unique_invals == invals;
 	}
-	return e;
+	copy = palloc(sizeof(AcUniqueEntry));
+	*copy = *e;
+	copy->pairs = palloc(sizeof(AcUniquePair) * Max(e->npairs, 1));
+	if (e->npairs > 0)
+		memcpy(copy->pairs, e->pairs, sizeof(AcUniquePair) * e->npairs);
+	return copy;
 }
 
 /*
@@ -282,10 +325,27 @@ static Datum
 ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 {
 	Trigger    *trig = trigdata->tg_trigger;
+	Relation	rel = trigdata->tg_relation;
 	bool		nothing = strcmp(trig->tgargs[0], "nothing") == 0;
 	EState	   *estate = CreateExecutorState();
+	TupleTableSlot *slot = trigdata->tg_trigslot;
+	bool		skip = false;
 	int			i,
 				j;
+
+	/*
+	 * Stored generated columns are computed after BEFORE triggers: compute
+	 * them on a copy, for an index that uses one.
+	 */
+	if (rel->rd_att->constr != NULL && rel->rd_att->constr->has_generated_stored)
+	{
+		ResultRelInfo *rri = makeNode(ResultRelInfo);
+
+		InitResultRelInfo(rri, rel, 0, NULL, 0);
+		slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+		ExecCopySlot(slot, trigdata->tg_trigslot);
+		ExecComputeStoredGenerated(rri, estate, slot, CMD_INSERT);
+	}
 
 	for (i = 0; i < e->npairs; i++)
 	{
@@ -301,7 +361,7 @@ ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 		if (!arbiter)
 			continue;
 		index = index_open(p->own, AccessShareLock);
-		inindex = ac_index_key(index, trigdata->tg_trigslot, estate, values, isnull);
+		inindex = ac_index_key(index, slot, estate, values, isnull);
 		index_close(index, AccessShareLock);
 
 		/*
@@ -318,16 +378,18 @@ ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 		{
 			if (nothing)
 			{
-				FreeExecutorState(estate);
-				return PointerGetDatum(NULL);	/* skip the row */
+				skip = true;	/* as a conflict in <t> would */
+				break;
 			}
 			ac_unique_violation(e, p, values, isnull,
 								"The conflicting row is archived, and INSERT ... ON CONFLICT DO UPDATE does not update archived rows; update it with UPDATE.");
 		}
 		ResetPerTupleExprContext(estate);
 	}
+	if (slot != trigdata->tg_trigslot)
+		ExecDropSingleTupleTableSlot(slot);
 	FreeExecutorState(estate);
-	return PointerGetDatum(trigdata->tg_trigtuple);
+	return PointerGetDatum(skip ? NULL : trigdata->tg_trigtuple);
 }
 
 Datum
