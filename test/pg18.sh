@@ -190,7 +190,7 @@ isolation_opts=$(makevar ISOLATION_OPTS)
 
 # The server refuses to run as root: test in a copy the postgres user owns.
 work=$(mktemp -d /tmp/archive_cluster_pg18.XXXXXX)
-tar -C "$top" --exclude=.git --exclude=.pg18 --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
+tar -C "$top" --exclude=.git --exclude=.pg18 --exclude=test/clients/.site --exclude=test/clients/output --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
 	-cf - . | tar -C "$work" -xf -
 chown -R postgres: "$work"
 # The wheel must be readable by postgres where it is; if a parent folder of

@@ -53,7 +53,7 @@ else
 	make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
 
 	# The server refuses to run as root: test in a copy the postgres user owns.
-	tar -C "$top" --exclude=.git --exclude=.pg18 -cf - . | tar -C "$work" -xf -
+	tar -C "$top" --exclude=.git --exclude=.pg18 --exclude=test/clients/.site --exclude=test/clients/output -cf - . | tar -C "$work" -xf -
 	chown -R postgres: "$work"
 
 	echo "== regression, isolation and TAP tests (make installcheck: pg_regress, pg_isolation_regress, prove)"
