@@ -38,7 +38,16 @@ SELECT relation, rows_moved, batches, started_by, run_as, error
 FROM archive_cluster_runs WHERE relation IN ('wk'::regclass, 'wk_small'::regclass);
 SELECT (SELECT count(*) FROM wk_current) AS cur, (SELECT count(*) FROM wk_archive) AS arc,
 	   checksum('wk') = :'before' AS same_rows;
--- the pool served this database: the extension is known to be here
+-- the pool served this database: the extension is known to be here (the
+-- worker says so once its pass over every table is done: wait for it)
+DO $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		EXIT WHEN EXISTS (SELECT FROM archive_cluster_databases
+						  WHERE datname = current_database() AND extension = 'installed');
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
 SELECT extension, worker_starts > 0 AS served, last_worker_start IS NOT NULL AS started
 FROM archive_cluster_databases WHERE datname = current_database();
 SHOW archive_cluster.max_workers;
