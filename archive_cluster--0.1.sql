@@ -76,6 +76,42 @@ REVOKE ALL ON FUNCTION archive_cluster_forget_dropped() FROM PUBLIC;
 CREATE EVENT TRIGGER archive_cluster_forget_dropped ON sql_drop
 	EXECUTE FUNCTION archive_cluster_forget_dropped();
 
+/*
+ * A foreign key cannot find archived rows (its checks read the referenced
+ * table alone), and a run deletes rows without the key's triggers: a new
+ * foreign key that references a registered table or one of its tiers is
+ * refused when it is created, as registration refuses an existing one.
+ */
+CREATE FUNCTION archive_cluster_refuse_references()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+BEGIN
+	SELECT con.conname, con.conrelid::regclass AS referencing,
+		   con.confrelid::regclass AS referenced
+	INTO r
+	FROM pg_event_trigger_ddl_commands() d
+	JOIN pg_constraint con ON con.conrelid = d.objid AND con.contype = 'f'
+	JOIN @extschema@.archive_cluster_config c
+	  ON con.confrelid IN (c.relation, c.current_table, c.archive_table)
+	WHERE d.classid = 'pg_class'::regclass
+	LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'foreign key "%" of % references %, which is registered with archive_cluster',
+			r.conname, r.referencing, r.referenced
+			USING ERRCODE = 'feature_not_supported',
+				  HINT = 'A foreign key finds the rows it references in the table alone, never among archived rows.';
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION archive_cluster_refuse_references() FROM PUBLIC;
+
+CREATE EVENT TRIGGER archive_cluster_refuse_references ON ddl_command_end
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
+	EXECUTE FUNCTION archive_cluster_refuse_references();
+
 CREATE FUNCTION archive_cluster_register(
 	relation regclass,
 	cluster_by name[],

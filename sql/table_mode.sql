@@ -124,6 +124,12 @@ CREATE TABLE tm.ref (id int REFERENCES tm.trig);
 DROP TRIGGER t ON tm.trig;
 SELECT try($$SELECT archive_cluster_register('tm.trig', '{cid,ts}', 'ts', mode => 'table')$$);
 DROP TABLE tm.ref, tm.excl, tm.defer;
+-- a foreign key to a registered table is refused when it is created
+SELECT try($$CREATE TABLE tm.ref2 (oid int PRIMARY KEY, pid bigint REFERENCES tm."Orders")$$);
+CREATE TABLE tm.ref3 (oid int PRIMARY KEY, pid bigint);
+SELECT try($$ALTER TABLE tm.ref3 ADD FOREIGN KEY (pid) REFERENCES tm."Orders"$$);
+SELECT try($$ALTER TABLE tm.ref3 ADD FOREIGN KEY (pid) REFERENCES tm."Orders_archive"$$);
+DROP TABLE tm.ref3;
 -- a view on the table is fine: the table stays a table
 CREATE VIEW tm.trig_v AS SELECT id FROM tm.trig;
 SELECT archive_cluster_register('tm.trig', '{cid,ts}', 'ts', mode => 'table');

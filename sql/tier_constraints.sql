@@ -51,7 +51,12 @@ SELECT rows_moved FROM archive_cluster_run('tc.u', force => true);
 CREATE TABLE p (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
 SELECT archive_cluster_register('tc.p', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour');
 INSERT INTO p SELECT g, g % 3, now() - interval '1 day' FROM generate_series(1, 20) g;
+-- refused when created (an event trigger)...
+SELECT try($$CREATE TABLE child (id int PRIMARY KEY, p_id int NOT NULL REFERENCES p_current (id))$$);
+-- ... and by runs, for one created without event triggers
+SET session_replication_role = replica;
 CREATE TABLE child (id int PRIMARY KEY, p_id int NOT NULL REFERENCES p_current (id));
+RESET session_replication_role;
 INSERT INTO child SELECT g, g FROM generate_series(1, 20) g;
 SELECT try($$SELECT * FROM archive_cluster_run('tc.p', force => true)$$);
 SELECT table_name, status, rows_moved FROM archive_cluster_run(force => true) WHERE table_name = 'tc.p'::regclass;
