@@ -39,6 +39,23 @@ record() {			# record SUITE VERSION PASSED FAILED
 	total_passed=$((total_passed + $3))
 	total_failed=$((total_failed + $4))
 }
+# The counts of the last line of log $1 matching $2 ("...: N passed, N
+# failed") into got_passed and got_failed; no such line, or a non-zero exit
+# status $3 with no failure counted, is one failure.
+counts_from() {
+	local line
+	line=$(grep -E "$2" "$1" | tail -1 || true)
+	if [ -n "$line" ]; then
+		got_passed=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
+		got_failed=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
+	else
+		got_passed=0
+		got_failed=1
+	fi
+	if [ "$3" -ne 0 ] && [ "$got_failed" -eq 0 ]; then
+		got_failed=1
+	fi
+}
 status=0
 
 # ---------------------------------------------------------------------------
@@ -133,19 +150,9 @@ if [ "$build15" -eq 0 ]; then
 	PG_CONFIG="$PG_CONFIG" bash "$top/test/clients/run.sh" </dev/null 2>&1 | tee "$clog"
 	rcc=${PIPESTATUS[0]}
 	set -e
-	cline=$(grep -E '^clients: [0-9]+ passed, [0-9]+ failed$' "$clog" | tail -1 || true)
-	if [ -n "$cline" ]; then
-		cp_=$(echo "$cline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
-		cf=$(echo "$cline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
-	else
-		cp_=0
-		cf=1
-	fi
-	if [ "$rcc" -ne 0 ] && [ "$cf" -eq 0 ]; then
-		cf=1
-	fi
-	record clients "$version15" "$cp_" "$cf"
-	[ "$cf" -eq 0 ] || status=1
+	counts_from "$clog" '^clients: [0-9]+ passed, [0-9]+ failed$' "$rcc"
+	record clients "$version15" "$got_passed" "$got_failed"
+	[ "$got_failed" -eq 0 ] || status=1
 	rm -f "$clog"
 fi
 
@@ -166,19 +173,9 @@ else
 	bash "$top/test/memcheck.sh" "$mwork" </dev/null 2>&1 | tee "$mlog"
 	rcm=${PIPESTATUS[0]}
 	set -e
-	mline=$(grep -E '^memcheck \(PostgreSQL [0-9.]+\): [0-9]+ passed, [0-9]+ failed$' "$mlog" | tail -1 || true)
-	if [ -n "$mline" ]; then
-		mp=$(echo "$mline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
-		mf=$(echo "$mline" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
-	else
-		mp=0
-		mf=1
-	fi
-	if [ "$rcm" -ne 0 ] && [ "$mf" -eq 0 ]; then
-		mf=1
-	fi
-	record memcheck "$version15" "$mp" "$mf"
-	if [ "$mf" -ne 0 ]; then
+	counts_from "$mlog" '^memcheck \(PostgreSQL [0-9.]+\): [0-9]+ passed, [0-9]+ failed$' "$rcm"
+	record memcheck "$version15" "$got_passed" "$got_failed"
+	if [ "$got_failed" -ne 0 ]; then
 		status=1
 		echo "memcheck outputs kept in $mwork"
 	else
