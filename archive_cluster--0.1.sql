@@ -173,12 +173,25 @@ LANGUAGE C;
 
 /*
  * Table mode: keeps every unique index of <t> unique across <t> and
- * <t>_archive (an AFTER ROW trigger on both).
+ * <t>_archive.  Both carry AFTER INSERT and AFTER UPDATE row triggers whose
+ * WHEN condition, archive_cluster_unique_check_row(NEW) or (OLD, NEW),
+ * checks each row as it is written and returns false; the trigger function
+ * does the same check if fired without it.
  */
 CREATE FUNCTION archive_cluster_unique_check()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'archive_cluster_unique_check'
 LANGUAGE C;
+
+CREATE FUNCTION archive_cluster_unique_check_row(new record)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'archive_cluster_unique_check_row'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION archive_cluster_unique_check_row(old record, new record)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'archive_cluster_unique_check_row'
+LANGUAGE C STRICT;
 
 /* Writes the rows INSERTed through a registered view at the end of each statement. */
 CREATE FUNCTION archive_cluster_view_flush()

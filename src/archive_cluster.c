@@ -21,6 +21,7 @@
 #include "miscadmin.h"
 
 #include "guc.h"
+#include "key_range.h"
 #include "launcher.h"
 #include "on_conflict.h"
 #include "pool.h"
@@ -41,6 +42,7 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress)
 	{
 		ac_pool_init_hooks();
+		ac_key_range_init_hooks();
 		ac_launcher_register();
 		ac_utility_hook_install();
 	}

@@ -76,6 +76,7 @@
 #include "archive_cluster.h"
 #include "compat.h"
 #include "constraints.h"
+#include "key_range.h"
 #include "mover.h"
 #include "table_mode.h"
 #include "threshold.h"
@@ -384,7 +385,7 @@ ac_archive_takes(AcMover *m, TupleTableSlot *scanslot)
  * them to the archive.  Returns the number of rows moved.
  */
 static int64
-ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
+ac_move_rows(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 {
 	Tuplesortstate *sort;
 	int64		moved = 0;
@@ -444,6 +445,32 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 	if (m->sorted_indexes)
 		ac_index_sorts_finish(m);
 	CommandCounterIncrement();
+	return moved;
+}
+
+/*
+ * ac_move_rows(); in table mode, the cached bounds of the archive's keys
+ * that spare <t>'s writers a look into the archive (key_range.c) are not
+ * trusted from before the first delete until the batch's index entries are
+ * all in the archive.
+ */
+static int64
+ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
+{
+	int64		moved;
+
+	if (!m->changing_tier)
+		return ac_move_rows(m, tids, ntids, snapshot);
+	ac_key_range_batch_begin(RelationGetRelid(m->arc));
+	PG_TRY();
+	{
+		moved = ac_move_rows(m, tids, ntids, snapshot);
+	}
+	PG_FINALLY();
+	{
+		ac_key_range_batch_end();
+	}
+	PG_END_TRY();
 	return moved;
 }
 

@@ -36,13 +36,23 @@
 #include "tier_indexes.h"
 
 #define AC_UNIQUE_TRIGGER "archive_cluster_unique"
+#define AC_UNIQUE_UPDATE_TRIGGER "archive_cluster_unique_update"
+
+/* Is trigger trig of a tier one of the cross-tier triggers? */
+static bool
+ac_is_unique_trigger(Trigger *trig)
+{
+	return strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0 ||
+		strcmp(trig->tgname, AC_UNIQUE_UPDATE_TRIGGER) == 0;
+}
 
 /*
- * Error out unless tier rel has the cross-tier trigger, enabled
- * (ALTER TABLE ... DISABLE TRIGGER USER disables it too).
+ * Error out unless tier rel has the cross-tier trigger name for event
+ * (TRIGGER_TYPE_INSERT or _UPDATE), enabled (ALTER TABLE ... DISABLE
+ * TRIGGER USER disables it too).
  */
 static void
-ac_check_unique_trigger(Relation rel)
+ac_check_unique_trigger(Relation rel, const char *name, int16 event)
 {
 	TriggerDesc *trigdesc = rel->trigdesc;
 	int			i;
@@ -51,19 +61,18 @@ ac_check_unique_trigger(Relation rel)
 	{
 		Trigger    *trig = &trigdesc->triggers[i];
 
-		if (strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0 &&
+		if (strcmp(trig->tgname, name) == 0 &&
 			TRIGGER_FOR_ROW(trig->tgtype) && TRIGGER_FOR_AFTER(trig->tgtype) &&
-			TRIGGER_FOR_INSERT(trig->tgtype) && TRIGGER_FOR_UPDATE(trig->tgtype) &&
-			trig->tgenabled != TRIGGER_DISABLED)
+			(trig->tgtype & event) != 0 && trig->tgenabled != TRIGGER_DISABLED)
 			return;
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("trigger \"%s\" of \"%s\" is missing or disabled",
-					AC_UNIQUE_TRIGGER, RelationGetRelationName(rel)),
+					name, RelationGetRelationName(rel)),
 			 errdetail("It keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
 			 errhint("Enable it with ALTER TABLE ... ENABLE TRIGGER %s, and look for duplicates written while it was not.",
-					 AC_UNIQUE_TRIGGER)));
+					 name)));
 }
 
 /*
@@ -81,15 +90,17 @@ ac_table_mode_check(Relation rel, Relation archive, bool registering)
 	ac_check_tier_indexes(rel, archive, registering);
 	if (!registering)
 	{
-		ac_check_unique_trigger(rel);
-		ac_check_unique_trigger(archive);
+		ac_check_unique_trigger(rel, AC_UNIQUE_TRIGGER, TRIGGER_TYPE_INSERT);
+		ac_check_unique_trigger(rel, AC_UNIQUE_UPDATE_TRIGGER, TRIGGER_TYPE_UPDATE);
+		ac_check_unique_trigger(archive, AC_UNIQUE_TRIGGER, TRIGGER_TYPE_INSERT);
+		ac_check_unique_trigger(archive, AC_UNIQUE_UPDATE_TRIGGER, TRIGGER_TYPE_UPDATE);
 	}
 	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
 	{
 		Trigger    *trig = &trigdesc->triggers[i];
 
 		if (trig->tgisinternal || !TRIGGER_FOR_ROW(trig->tgtype) ||
-			strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0)
+			ac_is_unique_trigger(trig))
 			continue;
 		ereport(ERROR,
 				(errcode(registering ? ERRCODE_FEATURE_NOT_SUPPORTED :
@@ -105,13 +116,32 @@ ac_table_mode_check(Relation rel, Relation archive, bool registering)
 	}
 }
 
-/* CREATE OR REPLACE TRIGGER archive_cluster_unique on relation qrel */
+/*
+ * The cross-tier triggers on relation qrel: the check is their WHEN
+ * condition, made as each row is written (tier_unique.c).
+ */
 static void
-ac_create_unique_trigger(const char *qrel)
+ac_create_unique_triggers(const char *qrel)
 {
+	const char *checkrow = ac_extension_object("archive_cluster_unique_check_row");
+	const char *function = ac_extension_object("archive_cluster_unique_check");
+
 	ac_spi_exec(psprintf("CREATE OR REPLACE TRIGGER " AC_UNIQUE_TRIGGER
-						 " AFTER INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION %s()",
-						 qrel, ac_extension_object("archive_cluster_unique_check")),
+						 " AFTER INSERT ON %s FOR EACH ROW WHEN (%s(NEW)) EXECUTE FUNCTION %s()",
+						 qrel, checkrow, function),
+				SPI_OK_UTILITY);
+	ac_spi_exec(psprintf("CREATE OR REPLACE TRIGGER " AC_UNIQUE_UPDATE_TRIGGER
+						 " AFTER UPDATE ON %s FOR EACH ROW WHEN (%s(OLD, NEW)) EXECUTE FUNCTION %s()",
+						 qrel, checkrow, function),
+				SPI_OK_UTILITY);
+}
+
+static void
+ac_drop_unique_triggers(const char *qrel)
+{
+	ac_spi_exec(psprintf("DROP TRIGGER IF EXISTS " AC_UNIQUE_TRIGGER " ON %s", qrel),
+				SPI_OK_UTILITY);
+	ac_spi_exec(psprintf("DROP TRIGGER IF EXISTS " AC_UNIQUE_UPDATE_TRIGGER " ON %s", qrel),
 				SPI_OK_UTILITY);
 }
 
@@ -138,8 +168,8 @@ ac_table_mode_create(Relation rel, const char *arcname)
 				SPI_OK_UTILITY);
 	ac_copy_foreign_keys(RelationGetRelid(rel), qarc);
 	ac_spi_exec(psprintf("ALTER TABLE %s INHERIT %s", qarc, qrel), SPI_OK_UTILITY);
-	ac_create_unique_trigger(qrel);
-	ac_create_unique_trigger(qarc);
+	ac_create_unique_triggers(qrel);
+	ac_create_unique_triggers(qarc);
 	CommandCounterIncrement();
 	return get_relname_relid(arcname, nsp);
 }
@@ -181,10 +211,8 @@ ac_table_mode_remove(AcTableConfig *cfg)
 	table_close(arc, NoLock);
 	table_close(rel, NoLock);
 
-	ac_spi_exec(psprintf("DROP TRIGGER IF EXISTS " AC_UNIQUE_TRIGGER " ON %s", qrel),
-				SPI_OK_UTILITY);
-	ac_spi_exec(psprintf("DROP TRIGGER IF EXISTS " AC_UNIQUE_TRIGGER " ON %s", qarc),
-				SPI_OK_UTILITY);
+	ac_drop_unique_triggers(qrel);
+	ac_drop_unique_triggers(qarc);
 	ac_spi_exec(psprintf("ALTER TABLE %s NO INHERIT %s", qarc, qrel), SPI_OK_UTILITY);
 	ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
 						 qrel, cols.data, always ? " OVERRIDING SYSTEM VALUE" : "",

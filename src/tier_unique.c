@@ -5,8 +5,12 @@
  *		inheritance child <t>_archive, each of whose indexes sees its own
  *		rows only.
  *
- *		archive_cluster_unique_check() is an AFTER INSERT OR UPDATE ROW
- *		trigger on both tiers.  After a row is written to one tier (its own
+ *		Both tiers carry two AFTER ROW triggers (archive_cluster_unique for
+ *		INSERT, archive_cluster_unique_update for UPDATE) whose WHEN
+ *		condition, archive_cluster_unique_check_row(NEW) or (OLD, NEW),
+ *		does the check at once, as each row is written, and returns false:
+ *		no trigger event is queued, no row fetched again, and COPY keeps its
+ *		multi-row inserts.  After a row is written to one tier (its own
  *		unique indexes already checked and its entries in place), its key in
  *		each unique index is looked up in the counterpart index of the other
  *		tier with a dirty snapshot, waiting for a writer in progress as a
@@ -16,13 +20,23 @@
  *		the two tiers at once, the second to look sees the first one's row.
  *		A run moving a key from <t> to the archive while a new row with that
  *		key is inserted into <t> is seen too: the insert waits on <t>'s own
- *		unique index for the run's delete to commit, and the trigger, fired
+ *		unique index for the run's delete to commit, and the check, made
  *		after that, finds the key in the archive.
  *
- *		An AFTER trigger leaves COPY its multi-row inserts; an UPDATE that
- *		changes no indexed column (a HOT update) returns at once.  The same
- *		function serves as the BEFORE trigger that on_conflict.c adds to
- *		INSERT ... ON CONFLICT statements.
+ *		Cheap where it can be: a key of plain columns is read from the row
+ *		directly; an UPDATE that keeps a key is not looked up; a key written
+ *		to <t> beyond the archive's largest key is not looked up
+ *		(key_range.c).  The trigger function archive_cluster_unique_check()
+ *		does the same check if fired (by a trigger without the WHEN
+ *		condition), and serves as the BEFORE trigger that on_conflict.c adds
+ *		to INSERT ... ON CONFLICT statements.
+ *
+ *		archive_cluster_unique_check_row() can be called by anyone with a
+ *		row of a registered table's type: a key is looked up for a caller
+ *		with INSERT (UPDATE) privilege on <t>, or who has written the key to
+ *		that tier in the current transaction (an insert through a view
+ *		owned by another role), and refused to anyone else, who could learn
+ *		from it which keys are archived.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +48,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -41,6 +56,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -50,9 +66,11 @@
 
 #include "archive_cluster.h"
 #include "key_probe.h"
+#include "key_range.h"
 #include "tier_indexes.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_unique_check);
+PG_FUNCTION_INFO_V1(archive_cluster_unique_check_row);
 
 /* A unique index of a tier and its counterpart on the other tier. */
 typedef struct AcUniquePair
@@ -63,6 +81,9 @@ typedef struct AcUniquePair
 	bool		nulls_equal;	/* NULLS NOT DISTINCT */
 	int			nkeys;
 	Oid			eqprocs[INDEX_MAX_KEYS];
+	bool		simple;			/* key columns only: no expression, no predicate */
+	AttrNumber	attnos[INDEX_MAX_KEYS]; /* if simple */
+	AcKeyRange *range;			/* a pair of <t>: the archive's largest key */
 } AcUniquePair;
 
 /* What the trigger of one tier needs, cached per backend. */
@@ -73,8 +94,10 @@ typedef struct AcUniqueEntry
 	Oid			parent;			/* <t>; InvalidOid: not registered in table mode */
 	Oid			other;			/* the other tier */
 	int			npairs;
-	AcUniquePair *pairs;		/* in CacheMemoryContext */
+	AcUniquePair *pairs;
 	Oid			missing;		/* a unique index without counterpart */
+	TupleDesc	desc;			/* the tier's rows, to read keys from */
+	MemoryContext cxt;			/* pairs, desc and ranges; NULL if none */
 } AcUniqueEntry;
 
 static HTAB *ac_unique_cache = NULL;
@@ -121,8 +144,9 @@ ac_tier_config(Oid relid, AcTableConfig *cfg)
 }
 
 /*
- * Fill entry e for tier rel into *out (pairs in CacheMemoryContext).  An
- * error leaves e as it was: invalid, to be filled again.
+ * Fill entry e for tier rel into *out, in a new memory context under
+ * CacheMemoryContext.  An error leaves e as it was: invalid, to be filled
+ * again.
  */
 static void
 ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
@@ -131,6 +155,7 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 	Relation	other;
 	List	   *indexes;
 	ListCell   *lc;
+	MemoryContext cxt;
 
 	memset(out, 0, sizeof(*out));
 	out->relid = e->relid;
@@ -141,10 +166,17 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 
 	other = table_open(out->other, AccessShareLock);
 	indexes = RelationGetIndexList(rel);
-	out->pairs = MemoryContextAllocZero(CacheMemoryContext,
-										sizeof(AcUniquePair) * Max(list_length(indexes), 1));
+	cxt = AllocSetContextCreate(CacheMemoryContext, "archive_cluster unique check",
+								ALLOCSET_SMALL_SIZES);
 	PG_TRY();
 	{
+		MemoryContext old;
+
+		out->pairs = MemoryContextAllocZero(cxt, sizeof(AcUniquePair) *
+											Max(list_length(indexes), 1));
+		old = MemoryContextSwitchTo(cxt);
+		out->desc = CreateTupleDescCopyConstr(RelationGetDescr(rel));
+		MemoryContextSwitchTo(old);
 		foreach(lc, indexes)
 		{
 			Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
@@ -163,11 +195,24 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 					p->named = e->relid == out->parent ? p->own : p->other;
 					p->nulls_equal = index->rd_index->indnullsnotdistinct;
 					p->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+					p->simple = RelationGetIndexPredicate(index) == NIL;
 					for (i = 0; i < p->nkeys; i++)
+					{
 						p->eqprocs[i] = get_opcode(get_opfamily_member(index->rd_opfamily[i],
 																	   index->rd_opcintype[i],
 																	   index->rd_opcintype[i],
 																	   BTEqualStrategyNumber));
+						p->attnos[i] = index->rd_index->indkey.values[i];
+						if (p->attnos[i] == 0)
+							p->simple = false;	/* an expression */
+					}
+					if (e->relid == out->parent)
+					{
+						Relation	counterpart = index_open(p->other, AccessShareLock);
+
+						p->range = ac_key_range_create(counterpart, out->other, cxt);
+						index_close(counterpart, AccessShareLock);
+					}
 					out->npairs++;
 				}
 			}
@@ -176,25 +221,21 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 	}
 	PG_CATCH();
 	{
-		pfree(out->pairs);
+		MemoryContextDelete(cxt);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	out->cxt = cxt;
 	list_free(indexes);
 	table_close(other, AccessShareLock);
 }
 
-/*
- * The entry of tier rel, copied into the current memory context: a trigger
- * fired while this one runs (by an index expression, say) may fill the
- * cached entry again and free its pairs.
- */
+/* The cache entry of tier rel, filled if it is not valid. */
 static AcUniqueEntry *
-ac_unique_entry(Relation rel)
+ac_unique_entry_get(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 	AcUniqueEntry *e;
-	AcUniqueEntry *copy;
 	bool		found;
 
 	if (ac_unique_cache == NULL)
@@ -210,7 +251,7 @@ ac_unique_entry(Relation rel)
 	e = hash_search(ac_unique_cache, &relid, HASH_ENTER, &found);
 	if (!found)
 	{
-		e->pairs = NULL;
+		e->cxt = NULL;
 		e->valid = false;
 	}
 	if (!e->valid)
@@ -219,18 +260,47 @@ ac_unique_entry(Relation rel)
 		uint64		invals = ac_unique_invals;
 
 		ac_unique_entry_fill(e, rel, &filled);
-		if (e->pairs)
-			pfree(e->pairs);
+		if (e->cxt)
+			MemoryContextDelete(e->cxt);
 		*e = filled;
 		/* an invalidation while filling: use it now, fill again next time */
 		e->valid = ac_unique_invals == invals;
 	}
-	copy = palloc(sizeof(AcUniqueEntry));
+	return e;
+}
+
+/*
+ * Entry e copied into the current memory context (its pairs without their
+ * ranges): a trigger fired while a check runs (by an index expression, say)
+ * may fill the cached entry again and free its memory.
+ */
+static AcUniqueEntry *
+ac_unique_entry_copy(AcUniqueEntry *e)
+{
+	AcUniqueEntry *copy = palloc(sizeof(AcUniqueEntry));
+	int			i;
+
 	*copy = *e;
+	copy->desc = NULL;
+	copy->cxt = NULL;
 	copy->pairs = palloc(sizeof(AcUniquePair) * Max(e->npairs, 1));
 	if (e->npairs > 0)
 		memcpy(copy->pairs, e->pairs, sizeof(AcUniquePair) * e->npairs);
+	for (i = 0; i < copy->npairs; i++)
+		copy->pairs[i].range = NULL;
 	return copy;
+}
+
+/* A unique index of the tier without counterpart: no write can be checked. */
+static void
+ac_missing_counterpart(AcUniqueEntry *e)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("unique index \"%s\" of \"%s\" has no counterpart on \"%s\"",
+					get_rel_name(e->missing), get_rel_name(e->relid), get_rel_name(e->other)),
+			 errdetail("The index cannot be kept unique across the table and its archive."),
+			 errhint("Create the same unique index on \"%s\".", get_rel_name(e->other))));
 }
 
 /*
@@ -289,10 +359,14 @@ ac_unique_violation(AcUniqueEntry *e, AcUniquePair *p, Datum *values, bool *isnu
 			 errtableconstraint(parent, RelationGetRelationName(named))));
 }
 
-/* Error out if the row's key in one unique index is in the other tier. */
+/*
+ * Error out if the row's key in one unique index is in the other tier.
+ * Unless trusted (the caller may write the row's tier), the key is looked
+ * up only if this transaction has written it to the row's tier.
+ */
 static void
 ac_check_pair(AcUniqueEntry *e, AcUniquePair *p, TupleTableSlot *newslot,
-			  TupleTableSlot *oldslot, EState *estate)
+			  TupleTableSlot *oldslot, EState *estate, bool trusted)
 {
 	Relation	index = index_open(p->own, AccessShareLock);
 	Datum		values[INDEX_MAX_KEYS];
@@ -310,9 +384,43 @@ ac_check_pair(AcUniqueEntry *e, AcUniquePair *p, TupleTableSlot *newslot,
 	}
 	index_close(index, AccessShareLock);
 
+	if (!trusted &&
+		!ac_key_written_here(e->relid, p->own, p->eqprocs, p->nkeys, values, isnull))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(e->parent)),
+				 errdetail("archive_cluster_unique_check_row() looks up the keys of a row written by the current transaction only.")));
 	if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
 					  p->nulls_equal))
 		ac_unique_violation(e, p, values, isnull, NULL);
+}
+
+/*
+ * Check the pairs of e marked in need (all if need is NULL) for a row
+ * written to tier rel: newslot, and for an UPDATE oldslot, the row before.
+ */
+static void
+ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
+			 TupleTableSlot *oldslot, bool trusted)
+{
+	EState	   *estate = CreateExecutorState();
+	int			i;
+
+	/*
+	 * A row written to the archive: <t>'s cached bounds of the archive's keys
+	 * must not skip its key (key_range.c).  After the row's entries are in,
+	 * before looking in <t>.
+	 */
+	if (e->relid != e->parent)
+		ac_key_range_bump(e->relid);
+	for (i = 0; i < e->npairs; i++)
+	{
+		if (need != NULL && !need[i])
+			continue;
+		ac_check_pair(e, &e->pairs[i], newslot, oldslot, estate, trusted);
+		ResetPerTupleExprContext(estate);
+	}
+	FreeExecutorState(estate);
 }
 
 /*
@@ -400,8 +508,6 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 	AcUniqueEntry *e;
 	TupleTableSlot *newslot;
 	TupleTableSlot *oldslot = NULL;
-	EState	   *estate;
-	int			i;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -413,7 +519,7 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 		(strcmp(trigdata->tg_trigger->tgargs[0], "nothing") == 0 ||
 		 strcmp(trigdata->tg_trigger->tgargs[0], "update") == 0))
 	{
-		e = ac_unique_entry(trigdata->tg_relation);
+		e = ac_unique_entry_copy(ac_unique_entry_get(trigdata->tg_relation));
 		if (!OidIsValid(e->parent) || OidIsValid(e->missing))
 			return PointerGetDatum(trigdata->tg_trigtuple);	/* the AFTER check says */
 		return ac_on_conflict_row(trigdata, e);
@@ -428,17 +534,11 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_UPDATE(event) && HeapTupleIsHeapOnly(trigdata->tg_newtuple))
 		return PointerGetDatum(NULL);
 
-	e = ac_unique_entry(trigdata->tg_relation);
+	e = ac_unique_entry_copy(ac_unique_entry_get(trigdata->tg_relation));
 	if (!OidIsValid(e->parent))
 		return PointerGetDatum(NULL);	/* no longer registered */
 	if (OidIsValid(e->missing))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("unique index \"%s\" of \"%s\" has no counterpart on \"%s\"",
-						get_rel_name(e->missing), RelationGetRelationName(trigdata->tg_relation),
-						get_rel_name(e->other)),
-				 errdetail("The index cannot be kept unique across the table and its archive."),
-				 errhint("Create the same unique index on \"%s\".", get_rel_name(e->other))));
+		ac_missing_counterpart(e);
 	if (e->npairs == 0)
 		return PointerGetDatum(NULL);
 
@@ -449,13 +549,156 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 	}
 	else
 		newslot = trigdata->tg_trigslot;
+	ac_check_row(e, NULL, newslot, oldslot, true);
+	return PointerGetDatum(NULL);
+}
 
-	estate = CreateExecutorState();
+/* What archive_cluster_unique_check_row() keeps per call site (fn_extra). */
+typedef struct AcRowSite
+{
+	Oid			typid;			/* the row type last seen */
+	Oid			relid;			/* its table, InvalidOid if none */
+	AcUniqueEntry *entry;		/* relid's cache entry */
+	Oid			trusted_user;	/* may write the tier, as seen at the entry's fill */
+} AcRowSite;
+
+/* A row datum as a heap tuple of relid (not copied). */
+static void
+ac_row_tuple(HeapTupleHeader row, Oid relid, HeapTuple tuple)
+{
+	tuple->t_len = HeapTupleHeaderGetDatumLength(row);
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = relid;
+	tuple->t_data = row;
+}
+
+/*
+ * The WHEN condition of the cross-tier triggers:
+ * archive_cluster_unique_check_row(NEW) after an INSERT, (OLD, NEW) after
+ * an UPDATE.  Checks the row's keys and returns false: nothing is left for
+ * the trigger function.
+ */
+Datum
+archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
+{
+	bool		update = PG_NARGS() == 2;
+	HeapTupleHeader newrow = PG_GETARG_HEAPTUPLEHEADER(update ? 1 : 0);
+	HeapTupleHeader oldrow = update ? PG_GETARG_HEAPTUPLEHEADER(0) : NULL;
+	Oid			typid = HeapTupleHeaderGetTypeId(newrow);
+	AcRowSite  *site = fcinfo->flinfo->fn_extra;
+	AcUniqueEntry *e;
+	HeapTupleData newtup;
+	HeapTupleData oldtup;
+	bool	   *need = NULL;
+	bool		trusted;
+	int			i;
+
+	if (site == NULL)
+	{
+		site = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AcRowSite));
+		fcinfo->flinfo->fn_extra = site;
+	}
+	if (site->typid != typid || site->typid == InvalidOid)
+	{
+		site->typid = typid;
+		site->relid = get_typ_typrelid(typid);
+		site->entry = NULL;
+	}
+	if (!OidIsValid(site->relid))
+		PG_RETURN_BOOL(false);	/* not a table's row */
+	if (update && HeapTupleHeaderGetTypeId(oldrow) != typid)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("archive_cluster_unique_check_row() needs two rows of one table")));
+	e = site->entry;
+	if (e == NULL || !e->valid)
+	{
+		Relation	rel = relation_open(site->relid, AccessShareLock);
+
+		if (rel->rd_rel->relkind != RELKIND_RELATION)
+		{
+			relation_close(rel, AccessShareLock);
+			site->relid = InvalidOid;
+			PG_RETURN_BOOL(false);
+		}
+		e = ac_unique_entry_get(rel);
+		relation_close(rel, AccessShareLock);
+		site->entry = e;
+		site->trusted_user = InvalidOid;	/* privileges may have changed */
+	}
+	if (!OidIsValid(e->parent))
+		PG_RETURN_BOOL(false);	/* not a tier of a table in table mode */
+	if (OidIsValid(e->missing))
+		ac_missing_counterpart(e);
+
+	/*
+	 * A caller without INSERT (UPDATE) privilege on <t> gets no range skip:
+	 * it would tell which keys are beyond the archive's.
+	 */
+	if (site->trusted_user != GetUserId() &&
+		pg_class_aclcheck(e->parent, GetUserId(),
+						  update ? ACL_UPDATE : ACL_INSERT) == ACLCHECK_OK)
+		site->trusted_user = GetUserId();
+	trusted = site->trusted_user == GetUserId();
+
+	/* the keys that need a look in the other tier */
+	ac_row_tuple(newrow, site->relid, &newtup);
+	if (update)
+		ac_row_tuple(oldrow, site->relid, &oldtup);
 	for (i = 0; i < e->npairs; i++)
 	{
-		ac_check_pair(e, &e->pairs[i], newslot, oldslot, estate);
-		ResetPerTupleExprContext(estate);
+		AcUniquePair *p = &e->pairs[i];
+
+		if (p->simple)
+		{
+			Datum		values[INDEX_MAX_KEYS];
+			bool		isnull[INDEX_MAX_KEYS];
+			bool		anynull = false;
+			bool		same = update;
+			int			k;
+
+			for (k = 0; k < p->nkeys; k++)
+			{
+				values[k] = heap_getattr(&newtup, p->attnos[k], e->desc, &isnull[k]);
+				anynull |= isnull[k];
+			}
+			if (anynull && !p->nulls_equal)
+				continue;		/* matches nothing */
+			for (k = 0; k < p->nkeys && same; k++)
+			{
+				Form_pg_attribute att = TupleDescAttr(e->desc, p->attnos[k] - 1);
+				bool		oldnull;
+				Datum		old = heap_getattr(&oldtup, p->attnos[k], e->desc, &oldnull);
+
+				same = oldnull == isnull[k] &&
+					(oldnull || datumIsEqual(old, values[k], att->attbyval, att->attlen));
+			}
+			if (same || (trusted && ac_key_range_beyond(p->range, values, isnull)))
+				continue;
+		}
+		if (need == NULL)
+			need = palloc0(sizeof(bool) * e->npairs);
+		need[i] = true;
 	}
-	FreeExecutorState(estate);
-	return PointerGetDatum(NULL);
+
+	if (need != NULL)
+	{
+		Relation	rel = table_open(site->relid, AccessShareLock);
+		AcUniqueEntry *copy = ac_unique_entry_copy(e);
+		TupleTableSlot *newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+		TupleTableSlot *oldslot = NULL;
+
+		ExecStoreHeapTuple(&newtup, newslot, false);
+		if (update)
+		{
+			oldslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+			ExecStoreHeapTuple(&oldtup, oldslot, false);
+		}
+		ac_check_row(copy, need, newslot, oldslot, trusted);
+		if (oldslot)
+			ExecDropSingleTupleTableSlot(oldslot);
+		ExecDropSingleTupleTableSlot(newslot);
+		table_close(rel, AccessShareLock);
+	}
+	PG_RETURN_BOOL(false);
 }

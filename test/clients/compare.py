@@ -47,8 +47,6 @@ DOCUMENTED = {
         ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
     "sa_on_conflict_do_update_email_archived":
         ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
-    "pg_swap_unique_across_tiers":
-        ("uniqueness across tiers is checked at the end of the statement", "\"update\": 2"),
     "pg_delete_by_ctid_batch":
         ("a ctid is unique within one tier only (inheritance)", "\"delete\": 4"),
     "pg_foreign_key_added_after_register":
