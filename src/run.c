@@ -138,6 +138,11 @@ ac_report_left(AcTableConfig *cfg, const char *relname, AcMoveResult *mv)
 							   "%lld rows of \"%s\" cannot be archived",
 							   mv->refused, (long long) mv->refused, relname),
 				 errdetail_internal("%s", mv->refused_detail),
+				 cfg->table_mode ?
+				 errhint("Such rows stay in ONLY \"%s\", and every run tries them again. "
+						 "Correct or delete them, or change the constraint of \"%s\" "
+						 "(see \"Rows a run cannot archive\" in the user guide).",
+						 curname ? curname : "?", arcname ? arcname : "?") :
 				 errhint("Such rows stay in \"%s\", where the view shows them, and every run tries them again. "
 						 "Correct or delete them, or change the constraint of \"%s\" "
 						 "(see \"Rows a run cannot archive\" in the user guide).",
