@@ -26,6 +26,7 @@ OBJS = \
 	src/threshold.o \
 	src/tier_indexes.o \
 	src/tier_unique.o \
+	src/tier_validate.o \
 	src/tiers.o \
 	src/triggers.o \
 	src/util.o \

@@ -112,6 +112,45 @@ CREATE EVENT TRIGGER archive_cluster_refuse_references ON ddl_command_end
 	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
 	EXECUTE FUNCTION archive_cluster_refuse_references();
 
+/*
+ * Table mode: a unique index created on a tier after registration is
+ * checked across both tiers once it has its counterpart on the other one
+ * (tier_validate.c).  CREATE INDEX reports the index; ALTER TABLE reports
+ * the table, whose new unique indexes are those whose catalog row this
+ * transaction wrote.
+ */
+CREATE FUNCTION archive_cluster_validate_unique(index regclass, created_now boolean)
+RETURNS void
+AS 'MODULE_PATHNAME', 'archive_cluster_validate_unique'
+LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION archive_cluster_validate_unique(regclass, boolean) FROM PUBLIC;
+
+CREATE FUNCTION archive_cluster_check_new_indexes()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN
+		SELECT i.indexrelid, bool_and(i.indexrelid <> d.objid) AS created_now
+		FROM pg_event_trigger_ddl_commands() d
+		JOIN pg_index i ON i.indexrelid = d.objid OR i.indrelid = d.objid
+		JOIN @extschema@.archive_cluster_config cfg
+		  ON cfg.mode = 'table' AND i.indrelid IN (cfg.current_table, cfg.archive_table)
+		WHERE d.classid = 'pg_class'::regclass AND i.indisunique
+		GROUP BY 1 ORDER BY 1
+	LOOP
+		PERFORM @extschema@.archive_cluster_validate_unique(r.indexrelid, r.created_now);
+	END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION archive_cluster_check_new_indexes() FROM PUBLIC;
+
+CREATE EVENT TRIGGER archive_cluster_check_new_indexes ON ddl_command_end
+	WHEN TAG IN ('CREATE INDEX', 'ALTER TABLE')
+	EXECUTE FUNCTION archive_cluster_check_new_indexes();
+
 CREATE FUNCTION archive_cluster_register(
 	relation regclass,
 	cluster_by name[],

@@ -145,6 +145,16 @@ CREATE UNIQUE INDEX orders_cid_email ON tm."Orders" (cid, email);
 SELECT try($$INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'late')$$);
 CREATE UNIQUE INDEX orders_archive_cid_email ON tm."Orders_archive" (cid, email);
 INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'late');
+-- a unique index added later holds across the tiers from the start: with a
+-- key in both tiers, the second of the pair fails as on a plain table
+ALTER TABLE tm."Orders" ADD COLUMN ref int;
+UPDATE tm."Orders" SET ref = 1 WHERE id IN (3, 9000) RETURNING tableoid::regclass, id;
+CREATE UNIQUE INDEX orders_ref ON tm."Orders" (ref);
+SELECT try($$CREATE UNIQUE INDEX orders_archive_ref ON tm."Orders_archive" (ref)$$);
+SELECT try($$ALTER TABLE tm."Orders_archive" ADD CONSTRAINT orders_archive_ref UNIQUE (ref)$$);
+UPDATE tm."Orders" SET ref = 2 WHERE id = 3;
+ALTER TABLE tm."Orders_archive" ADD CONSTRAINT orders_archive_ref UNIQUE (ref);
+SELECT try($$UPDATE tm."Orders" SET ref = 2 WHERE id = 9000$$);
 -- what table mode cannot keep
 CREATE TABLE tm.excl (id int PRIMARY KEY, ts timestamp NOT NULL, cid int NOT NULL,
 	EXCLUDE USING btree (cid WITH =));
