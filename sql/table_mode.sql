@@ -132,6 +132,17 @@ SELECT try($$SELECT archive_cluster_unique_check_row(ROW(777777, now(), 1, 'q', 
 SELECT try($$INSERT INTO tm.orders_in (ts, cid, email) VALUES (now(), 1, 'e12')$$);
 SELECT try($$INSERT INTO tm.orders_in (ts, cid, email) VALUES (now(), 1, 'via view')$$);
 SELECT archive_cluster_unique_check_row(ROW(1, 2));
+-- nor does it tell a writer whom row security restricts
+SET ROLE ac_owner;
+ALTER TABLE tm."Orders" ENABLE ROW LEVEL SECURITY;
+CREATE POLICY cid1 ON tm."Orders" USING (true) WITH CHECK (cid = 1);
+SET ROLE ac_other;
+SELECT try($$SELECT archive_cluster_unique_check_row(ROW(3, now(), 1, 'q', NULL, 0, 0)::tm."Orders")$$);
+SELECT try($$INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'e13')$$);
+SELECT try($$INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'row security')$$);
+SET ROLE ac_owner;
+DROP POLICY cid1 ON tm."Orders";
+ALTER TABLE tm."Orders" DISABLE ROW LEVEL SECURITY;
 RESET ROLE;
 
 -- an index created on the table alone: runs refuse and say how to mend;

@@ -50,6 +50,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "key_range.h"
@@ -130,7 +131,11 @@ ac_key_range_batch_begin(Oid archive)
 
 	if (ac_range == NULL)
 		return;
-	Assert(ac_range_my_batch < 0);
+	if (ac_range_my_batch >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot archive rows while a batch of another run is being written"),
+				 errdetail("A run was started by code that the batch of another run executed.")));
 	if (!ac_range_exit_registered)
 	{
 		before_shmem_exit(ac_range_exit, (Datum) 0);
@@ -227,7 +232,13 @@ ac_range_refresh(AcKeyRange *r)
 	if (active > 0)
 		return;
 
+	/* locked to the end of the transaction, as a scan would: then the index is there or gone */
 	heap = table_open(r->archive, AccessShareLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(r->index)))
+	{
+		table_close(heap, NoLock);
+		return;
+	}
 	index = index_open(r->index, AccessShareLock);
 	scan = ac_index_beginscan(heap, index, SnapshotAny, 0, 0);
 	scan->xs_want_itup = true;
@@ -250,8 +261,8 @@ ac_range_refresh(AcKeyRange *r)
 		MemoryContextSwitchTo(old);
 	}
 	index_endscan(scan);
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	r->bound_gen = gen;
 	r->bound_valid = true;
 }

@@ -63,6 +63,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 
 #include "archive_cluster.h"
 #include "key_probe.h"
@@ -260,8 +261,14 @@ ac_unique_entry_get(Relation rel)
 		uint64		invals = ac_unique_invals;
 
 		ac_unique_entry_fill(e, rel, &filled);
+
+		/*
+		 * The old memory may still be in use by a check this one interrupts
+		 * (user code run by a comparison or an index expression): it goes
+		 * with the transaction.
+		 */
 		if (e->cxt)
-			MemoryContextDelete(e->cxt);
+			MemoryContextSetParent(e->cxt, TopTransactionContext);
 		*e = filled;
 		/* an invalidation while filling: use it now, fill again next time */
 		e->valid = ac_unique_invals == invals;
@@ -359,66 +366,88 @@ ac_unique_violation(AcUniqueEntry *e, AcUniquePair *p, Datum *values, bool *isnu
 			 errtableconstraint(parent, RelationGetRelationName(named))));
 }
 
-/*
- * Error out if the row's key in one unique index is in the other tier.
- * Unless trusted (the caller may write the row's tier), the key is looked
- * up only if this transaction has written it to the row's tier.
- */
-static void
-ac_check_pair(AcUniqueEntry *e, AcUniquePair *p, TupleTableSlot *newslot,
-			  TupleTableSlot *oldslot, EState *estate, bool trusted)
+/* A key of one unique index for a row, to be looked up in the other tier. */
+typedef struct AcRowKey
 {
-	Relation	index = index_open(p->own, AccessShareLock);
+	AcUniquePair *pair;
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
+} AcRowKey;
+
+/*
+ * The row's key in pair p into *key; false if it needs no look-up: the row
+ * is not in the index (partial), a NULL matches nothing, or an UPDATE kept
+ * the key.  Values in estate's per-tuple memory.
+ */
+static bool
+ac_row_key(AcUniquePair *p, TupleTableSlot *newslot, TupleTableSlot *oldslot,
+		   EState *estate, AcRowKey *key)
+{
+	Relation	index = index_open(p->own, AccessShareLock);
 	Datum		oldvalues[INDEX_MAX_KEYS];
 	bool		oldisnull[INDEX_MAX_KEYS];
+	bool		needed;
+	int			i;
 
-	if (!ac_index_key(index, newslot, estate, values, isnull) ||
-		(oldslot != NULL &&
-		 ac_index_key(index, oldslot, estate, oldvalues, oldisnull) &&
-		 ac_same_key(index, p->nkeys, values, isnull, oldvalues, oldisnull)))
-	{
-		index_close(index, AccessShareLock);
-		return;
-	}
+	key->pair = p;
+	needed = ac_index_key(index, newslot, estate, key->values, key->isnull) &&
+		!(oldslot != NULL &&
+		  ac_index_key(index, oldslot, estate, oldvalues, oldisnull) &&
+		  ac_same_key(index, p->nkeys, key->values, key->isnull, oldvalues, oldisnull));
+	for (i = 0; i < p->nkeys && needed && !p->nulls_equal; i++)
+		needed = !key->isnull[i];
 	index_close(index, AccessShareLock);
-
-	if (!trusted &&
-		!ac_key_written_here(e->relid, p->own, p->eqprocs, p->nkeys, values, isnull))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", get_rel_name(e->parent)),
-				 errdetail("archive_cluster_unique_check_row() looks up the keys of a row written by the current transaction only.")));
-	if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
-					  p->nulls_equal))
-		ac_unique_violation(e, p, values, isnull, NULL);
+	return needed;
 }
 
 /*
  * Check the pairs of e marked in need (all if need is NULL) for a row
- * written to tier rel: newslot, and for an UPDATE oldslot, the row before.
+ * written to tier e->relid: newslot, and for an UPDATE oldslot, the row
+ * before.  Unless trusted (the caller may read and write <t>, without row
+ * security), a key is looked up only if this transaction has written it to
+ * the row's tier.
  */
 static void
 ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
 			 TupleTableSlot *oldslot, bool trusted)
 {
 	EState	   *estate = CreateExecutorState();
+	AcRowKey   *keys = palloc(sizeof(AcRowKey) * Max(e->npairs, 1));
+	int			nkeys = 0;
 	int			i;
+
+	for (i = 0; i < e->npairs; i++)
+	{
+		AcRowKey   *key = &keys[nkeys];
+
+		if (need != NULL && !need[i])
+			continue;
+		if (!ac_row_key(&e->pairs[i], newslot, oldslot, estate, key))
+			continue;
+		if (!trusted &&
+			!ac_key_written_here(e->relid, key->pair->own, key->pair->eqprocs,
+								 key->pair->nkeys, key->values, key->isnull))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for table %s", get_rel_name(e->parent)),
+					 errdetail("archive_cluster_unique_check_row() looks up the keys of a row written by the current transaction only.")));
+		nkeys++;
+	}
 
 	/*
 	 * A row written to the archive: <t>'s cached bounds of the archive's keys
-	 * must not skip its key (key_range.c).  After the row's entries are in,
+	 * must not skip its keys (key_range.c).  After the row's entries are in,
 	 * before looking in <t>.
 	 */
-	if (e->relid != e->parent)
+	if (nkeys > 0 && e->relid != e->parent)
 		ac_key_range_bump(e->relid);
-	for (i = 0; i < e->npairs; i++)
+	for (i = 0; i < nkeys; i++)
 	{
-		if (need != NULL && !need[i])
-			continue;
-		ac_check_pair(e, &e->pairs[i], newslot, oldslot, estate, trusted);
-		ResetPerTupleExprContext(estate);
+		AcUniquePair *p = keys[i].pair;
+
+		if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, keys[i].values,
+						  keys[i].isnull, p->nulls_equal))
+			ac_unique_violation(e, p, keys[i].values, keys[i].isnull, NULL);
 	}
 	FreeExecutorState(estate);
 }
@@ -632,12 +661,15 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 		ac_missing_counterpart(e);
 
 	/*
-	 * A caller without INSERT (UPDATE) privilege on <t> gets no range skip:
-	 * it would tell which keys are beyond the archive's.
+	 * A caller who may not read <t> and write it (INSERT, or UPDATE), or whom
+	 * row security restricts, gets no range skip: it would tell which keys
+	 * are beyond the archive's.
 	 */
 	if (site->trusted_user != GetUserId() &&
+		pg_class_aclcheck(e->parent, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
 		pg_class_aclcheck(e->parent, GetUserId(),
-						  update ? ACL_UPDATE : ACL_INSERT) == ACLCHECK_OK)
+						  update ? ACL_UPDATE : ACL_INSERT) == ACLCHECK_OK &&
+		check_enable_rls(e->parent, InvalidOid, true) == RLS_NONE)
 		site->trusted_user = GetUserId();
 	trusted = site->trusted_user == GetUserId();
 
@@ -684,10 +716,33 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 	if (need != NULL)
 	{
 		Relation	rel = table_open(site->relid, AccessShareLock);
-		AcUniqueEntry *copy = ac_unique_entry_copy(e);
-		TupleTableSlot *newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+		Relation	other;
+		AcUniqueEntry *copy;
+		TupleTableSlot *newslot;
 		TupleTableSlot *oldslot = NULL;
 
+		/*
+		 * The other tier locked (to the end of the transaction, as the
+		 * look-ups keep it): its indexes cannot go away now.  An entry
+		 * invalidated meanwhile is filled again, and all its keys checked.
+		 */
+		other = try_table_open(e->other, AccessShareLock);
+		if (other != NULL)
+			table_close(other, NoLock);
+		if (!e->valid)
+		{
+			e = ac_unique_entry_get(rel);
+			if (!OidIsValid(e->parent))
+			{
+				table_close(rel, AccessShareLock);
+				PG_RETURN_BOOL(false);
+			}
+			if (OidIsValid(e->missing))
+				ac_missing_counterpart(e);
+			need = NULL;
+		}
+		copy = ac_unique_entry_copy(e);
+		newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 		ExecStoreHeapTuple(&newtup, newslot, false);
 		if (update)
 		{
