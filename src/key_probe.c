@@ -27,6 +27,19 @@
 #include "compat.h"
 #include "key_probe.h"
 
+/* Equality scan keys for key values of index idx (a NULL looked for as NULL). */
+static void
+ac_key_scankeys(Relation idx, const Oid *eqprocs, int nkeys, Datum *keyv, bool *keyn,
+				ScanKey skeys)
+{
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		ScanKeyEntryInitialize(&skeys[i], keyn[i] ? SK_ISNULL | SK_SEARCHNULL : 0,
+							   i + 1, BTEqualStrategyNumber, InvalidOid,
+							   idx->rd_indcollation[i], eqprocs[i], keyn[i] ? (Datum) 0 : keyv[i]);
+}
+
 /*
  * Is there a row with these key values in heap?  Scans its key index with a
  * dirty snapshot, as a unique index does: a row that another transaction is
@@ -57,10 +70,7 @@ ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 
 	rel = table_open(heapid, AccessShareLock);
 	idx = index_open(indexid, AccessShareLock);
-	for (i = 0; i < nkeys; i++)
-		ScanKeyEntryInitialize(&skeys[i], keyn[i] ? SK_ISNULL | SK_SEARCHNULL : 0,
-							   i + 1, BTEqualStrategyNumber, InvalidOid,
-							   idx->rd_indcollation[i], eqprocs[i], keyn[i] ? (Datum) 0 : keyv[i]);
+	ac_key_scankeys(idx, eqprocs, nkeys, keyv, keyn, skeys);
 	InitDirtySnapshot(dirty);
 	slot = table_slot_create(rel, NULL);
 	for (;;)
@@ -104,14 +114,10 @@ ac_key_written_here(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 	TupleTableSlot *slot;
 	ScanKeyData skeys[INDEX_MAX_KEYS];
 	bool		found = false;
-	int			i;
 
 	rel = table_open(heapid, AccessShareLock);
 	idx = index_open(indexid, AccessShareLock);
-	for (i = 0; i < nkeys; i++)
-		ScanKeyEntryInitialize(&skeys[i], keyn[i] ? SK_ISNULL | SK_SEARCHNULL : 0,
-							   i + 1, BTEqualStrategyNumber, InvalidOid,
-							   idx->rd_indcollation[i], eqprocs[i], keyn[i] ? (Datum) 0 : keyv[i]);
+	ac_key_scankeys(idx, eqprocs, nkeys, keyv, keyn, skeys);
 	slot = table_slot_create(rel, NULL);
 	scan = ac_index_beginscan(rel, idx, SnapshotAny, nkeys, 0);
 	index_rescan(scan, skeys, nkeys, NULL, 0);
