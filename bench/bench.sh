@@ -445,10 +445,31 @@ oltp_bench() {
 # then the statement (rolled back), VACUUM, then archive_cluster_run
 # (committed).  Statement times only, from inside the transaction.  In
 # table mode the statement is the same on t's own rows (DELETE FROM ONLY t
-# ... INSERT INTO t_archive), the archive's row triggers included.  Layout
+# ... INSERT INTO t_archive), run twice: with the session's
+# session_replication_role = replica, so that t_archive's row triggers (the
+# cross-tier unique check, archive_cluster_unique) do not fire: the seed's
+# statement, the same work as in view mode, the verdict; then as any session
+# would run it, the triggers firing (sql_statement_triggers_tab).  Layout
 # ext's figures keep their names (sql_statement, archive_cluster_run,
 # LABEL); layout tab's get the suffix _tab.
 # --------------------------------------------------------------------------
+sql_move() {	# sql_move LAYOUT [SQL run first]: the SQL statement, rolled back -> "seconds wal_bytes"
+	local cur
+	cur=$(cur_rows "$1")
+	psql_db bench -At <<SQL
+SET work_mem = '128MB';
+${2:-}
+BEGIN;
+SELECT clock_timestamp() AS t0, pg_current_wal_insert_lsn() AS w0 \gset
+WITH m AS (DELETE FROM $cur WHERE ts < now() - interval '$hot_window' RETURNING *)
+INSERT INTO t_archive SELECT * FROM m ORDER BY cid, ts;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3) || ' ' || pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'w0');
+ROLLBACK;
+SQL
+	q -c "VACUUM t_archive, $(cur_rel "$1")" -c "CHECKPOINT"
+	q -c "SELECT count(*) FROM $cur" >/dev/null
+}
+
 grow_tail() {	# grow_tail LAYOUT: add rows without archiving until ~a run's worth are eligible
 	local thr cur need
 	if is_ac "$1"; then
@@ -474,20 +495,16 @@ run_vs_sql() {	# run_vs_sql LAYOUT LABEL
 	echo "   tail: $eligible eligible rows, table $rows_now rows"
 	q -c "SELECT count(*) FROM $cur" >/dev/null	# same cache state for both
 	n_sql=$eligible
-	t_sql=$(psql_db bench -At <<SQL
-SET work_mem = '128MB';
-BEGIN;
-SELECT clock_timestamp() AS t0, pg_current_wal_insert_lsn() AS w0 \gset
-WITH m AS (DELETE FROM $cur WHERE ts < now() - interval '$hot_window' RETURNING *)
-INSERT INTO t_archive SELECT * FROM m ORDER BY cid, ts;
-SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3) || ' ' || pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'w0');
-ROLLBACK;
-SQL
-)
-	q -c "VACUUM t_archive, $(cur_rel "$layout")" -c "CHECKPOINT"
-	q -c "SELECT count(*) FROM $cur" >/dev/null
-	local w_sql w_ext
-	read -r t_sql w_sql <<< "$t_sql"
+	local w_sql w_ext t_trg="" w_trg="" o
+	if [ "$layout" = tab ]; then
+		o=$(sql_move tab "SET session_replication_role = replica;")
+		read -r t_sql w_sql <<< "$o"
+		o=$(sql_move tab)
+		read -r t_trg w_trg <<< "$o"
+	else
+		o=$(sql_move "$layout")
+		read -r t_sql w_sql <<< "$o"
+	fi
 	# paced: the part of the run spent sleeping for archive_cluster.run_max_wal_rate
 	# (nothing else should be writing here, so normally 0)
 	local p_ext
@@ -506,6 +523,10 @@ SQL
 	focused run_vs_sql "archive_cluster_run$sfx" "$rows_now" seconds "$t_ext" s
 	focused run_vs_sql "archive_cluster_run$sfx" "$rows_now" paced_seconds "$p_ext" s
 	focused run_vs_sql "sql_statement$sfx" "$rows_now" wal_mb "$(awk -v w="$w_sql" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
+	if [ -n "$t_trg" ]; then
+		focused run_vs_sql "sql_statement_triggers$sfx" "$rows_now" seconds "$t_trg" s
+		focused run_vs_sql "sql_statement_triggers$sfx" "$rows_now" wal_mb "$(awk -v w="$w_trg" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
+	fi
 	focused run_vs_sql "archive_cluster_run$sfx" "$rows_now" wal_mb "$(awk -v w="$w_ext" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
 	focused run_vs_sql "$label$sfx" "$rows_now" speedup "$(awk -v a="$t_sql" -v b="$t_ext" 'BEGIN { printf "%.2f", a / b }')" x
 }
