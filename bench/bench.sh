@@ -5,13 +5,15 @@
 # a memory cgroup (page cache charged, so the data outgrows memory as in the
 # seed's region C), it grows the seed's table t(ts, id, cid, pad) (10,000
 # customers, pad 0-200 characters, indexes (id) and (cid, ts), inserts with a
-# 1:1 mix of updates of the last hour's rows) in steps, in three layouts:
+# 1:1 mix of updates of the last hour's rows) in steps, in four layouts:
 #   plain  the table as it is;
 #   sql    the seed's design in plain SQL: view + PL/pgSQL INSTEAD OF triggers
 #          + a run "WITH m AS (DELETE ... RETURNING *) INSERT ... ORDER BY
 #          cid, ts" every 550,000 rows;
-#   ext    archive_cluster (register, then archive_cluster_run('t') checked
-#          every 50,000 rows: it archives when due, ~550,000 rows);
+#   ext    archive_cluster in view mode (register, then archive_cluster_run('t')
+#          checked every 50,000 rows: it archives when due, ~550,000 rows);
+#   tab    archive_cluster in table mode (register with mode => 'table': t
+#          stays a table, t_archive its inheritance child; runs as ext);
 # and at each step runs the seed's mixed workload with pgbench (10 clients;
 # insert 25%, update 25%, select one 25%, select hour 15%, select all 10%),
 # recording tps, average and p99 latency per request type, buffers per
@@ -21,7 +23,7 @@
 #
 #   sudo bench/bench.sh [--quick] [options]
 #
-#   --quick          1.8M rows, 2 steps, pgbench runs of 5-8 s: under 10 minutes
+#   --quick          1.8M rows, 2 steps, pgbench runs of 5-8 s: about 12 minutes
 #   --rows N         final size (default 11,000,000)
 #   --steps "A B C"  measurement steps in rows (default: 1.1M, 2.2M, 4.4M,
 #                    6.6M, 8.8M, 11M scaled to --rows)
@@ -29,14 +31,15 @@
 #   --mem SIZE       memory cgroup limit of each server (default 1G)
 #   --shared-buffers SIZE   (default 128MB: 1/8 of the memory, as the seed's
 #                    256MB in 2GB)
-#   --layouts "plain sql ext"   which layouts (default all three)
+#   --layouts "plain sql ext tab"   which layouts (default all four)
 #   --copy-rows N    rows of the COPY FROM benchmark (default 1,000,000)
-#   --batch-rows N   archive_cluster's batch_rows (layout ext; default: its
+#   --batch-rows N   archive_cluster's batch_rows (layouts ext, tab; default: its
 #                    automatic threshold, distinct keys x rows per page)
 #   --p99-settings "a=b[,c=d] ..."   target 5 is also measured with the run's
 #                    session set so, for each of these (twice each, alternating;
 #                    default "archive_cluster.run_max_wal_rate=0", none with
-#                    --quick); the verdict is always the one with the defaults
+#                    --quick; layout ext only); the verdict is always the one
+#                    with the defaults
 #   --out DIR        results directory (default /tmp/archive_cluster_bench.XXXX)
 #   --port N         first port (default 5533)
 #   --build          build and install archive_cluster from a copy of this
@@ -58,7 +61,7 @@ duration=60
 oltp_duration=""
 mem=1G
 shared_buffers=128MB
-layouts="plain sql ext"
+layouts="plain sql ext tab"
 copy_rows=1000000
 batch_rows=""
 oltp_rows=1100000
@@ -95,7 +98,7 @@ while [ $# -gt 0 ]; do
 		--build) build=1; shift ;;
 		--keep) keep=1; shift ;;
 		--docs) docs=1; shift ;;
-		-h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,51p' "$0"; exit 0 ;;
 		*) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -236,6 +239,11 @@ max_wal_size = 4GB
 lc_messages = 'C'
 log_autovacuum_min_duration = 10s
 log_checkpoints = on
+# loaded as on a production server (the worker needs it), so table mode's
+# cross-tier check has its shared counters and skips keys beyond the
+# archive's range; the bench runs each archiving step itself
+shared_preload_libraries = 'archive_cluster'
+archive_cluster.enabled = off
 EOF
 	cgroup="/sys/fs/cgroup/memory/archive_cluster_bench.$$"
 	mkdir -p "$cgroup"
@@ -296,6 +304,14 @@ focused() {	# focused BENCHMARK LAYOUT ROWS METRIC VALUE UNIT
 
 ids() { q -c "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM t_id_seq"; }
 
+# the layouts archived by archive_cluster: ext (view mode), tab (table mode)
+is_ac() { [ "$1" = ext ] || [ "$1" = tab ]; }
+# the current tier of a two-table layout: to read it (cur_rows) and to
+# vacuum or analyze it (cur_rel).  In table mode it is t's own rows (ONLY t;
+# VACUUM t does not recurse into its inheritance child t_archive).
+cur_rows() { if [ "$1" = tab ]; then echo "ONLY t"; else echo t_current; fi; }
+cur_rel() { if [ "$1" = tab ]; then echo t; else echo t_current; fi; }
+
 # grow t to TARGET ids in chunks of 100,000 rows (see bench_grow in
 # lib/common.sql); more arguments: psql -c options run first in each session
 # (SET ...).  Two sessions grow each chunk side by side (one per core), each
@@ -318,11 +334,12 @@ grow_to() {	# grow_to TARGET [-c "SET ..."]...
 }
 
 # --------------------------------------------------------------------------
-# COPY FROM: into the plain table, through archive_cluster's view, through
-# the PL/pgSQL view (target 6); 3 rounds, each target in turn, median
+# COPY FROM: into the plain table, through archive_cluster's view, into
+# archive_cluster's table in table mode, through the PL/pgSQL view (target
+# 6); one server, 3 rounds, each target in turn, median
 # --------------------------------------------------------------------------
 copy_bench() {
-	echo "== COPY FROM: $copy_rows rows, plain table vs archive_cluster's view vs the PL/pgSQL view"
+	echo "== COPY FROM: $copy_rows rows, plain table vs archive_cluster's view vs its table mode vs the PL/pgSQL view"
 	psql_db postgres -c "CREATE DATABASE copybench"
 	psql_db copybench <<SQL
 CREATE EXTENSION archive_cluster;
@@ -330,6 +347,9 @@ CREATE TABLE c_plain (ts timestamp NOT NULL, id int NOT NULL PRIMARY KEY, cid in
 CREATE INDEX ON c_plain (cid, ts);
 CREATE TABLE c_ext (LIKE c_plain INCLUDING ALL);
 SELECT archive_cluster_register('c_ext', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour');
+CREATE TABLE c_tab (LIKE c_plain INCLUDING ALL);
+SELECT archive_cluster_register('c_tab', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour',
+								mode => 'table');
 CREATE TABLE c_sql_current (LIKE c_plain INCLUDING ALL);
 CREATE TABLE c_sql_archive (LIKE c_plain INCLUDING ALL);
 CREATE VIEW c_sql AS SELECT * FROM c_sql_current UNION ALL SELECT * FROM c_sql_archive;
@@ -342,7 +362,8 @@ COPY (SELECT clock_timestamp()::timestamp, i, floor(random() * 10000)::int, repe
 SQL
 	local round target t
 	for round in 1 2 3; do
-		for target in c_plain c_ext c_sql; do
+		for target in c_plain c_ext c_tab c_sql; do
+			# (TRUNCATE c_tab empties its inheritance child c_tab_archive too)
 			local trunc="TRUNCATE $target"
 			[ "$target" = c_ext ] && trunc="TRUNCATE c_ext_current, c_ext_archive"
 			[ "$target" = c_sql ] && trunc="TRUNCATE c_sql_current, c_sql_archive"
@@ -357,11 +378,12 @@ SQL
 			echo "   round $round: COPY $copy_rows rows into $target: $t s"
 		done
 	done
-	for target in c_plain c_ext c_sql; do
+	for target in c_plain c_ext c_tab c_sql; do
 		local med
 		med=$(awk -F, -v t="$target" '$2 == t { print $4 }' "$raw/copy_times.csv" | sort -n | sed -n 2p)
 		local layout=plain
 		[ "$target" = c_ext ] && layout=ext
+		[ "$target" = c_tab ] && layout=tab
 		[ "$target" = c_sql ] && layout=sql
 		focused copy "$layout" "$copy_rows" seconds_median "$med" s
 		focused copy "$layout" "$copy_rows" rows_per_s "$(awk -v n="$copy_rows" -v s="$med" 'BEGIN { printf "%.0f", n / s }')" rows/s
@@ -371,11 +393,12 @@ SQL
 }
 
 # --------------------------------------------------------------------------
-# OLTP only (target 3): the plain table and archive_cluster's view side by
-# side in one server, two databases grown alike to $oltp_rows rows (the
-# view's with its runs), then 3 rounds of pgbench, each database in turn,
-# median tps.  Alternating in one server cancels the drift of a shared
-# machine that separate servers, minutes apart, would carry into the ratio.
+# OLTP only (target 3): the plain table, archive_cluster's view and
+# archive_cluster's table in table mode side by side in one server, three
+# databases grown alike to $oltp_rows rows (the registered ones with their
+# runs), then 3 rounds of pgbench, each database in turn, median tps.
+# Alternating in one server cancels the drift of a shared machine that
+# separate servers, minutes apart, would carry into the ratios.
 # --------------------------------------------------------------------------
 oltp_grow() {	# oltp_grow DB
 	local n=0
@@ -386,9 +409,9 @@ oltp_grow() {	# oltp_grow DB
 	psql_db "$1" -c "VACUUM ANALYZE" >/dev/null
 }
 oltp_bench() {
-	local db layout round tps p1 p2
-	echo "== OLTP only: plain table vs archive_cluster's view, $oltp_rows rows each, 3 rounds of ${oltp_secs} s"
-	for layout in plain ext; do
+	local db layout round tps p1 p2 p3
+	echo "== OLTP only: plain table vs archive_cluster's view vs its table mode, $oltp_rows rows each, 3 rounds of ${oltp_secs} s"
+	for layout in plain ext tab; do
 		db=oltp_$layout
 		psql_db postgres -c "CREATE DATABASE $db" \
 			-c "ALTER DATABASE $db SET bench.hot_window = '$hot_window'" \
@@ -396,13 +419,15 @@ oltp_bench() {
 			-c "ALTER DATABASE $db SET bench.check_every = '$check_every'" >/dev/null
 		psql_db "$db" -f "$out/lib/layout_$layout.sql" -f "$out/lib/common.sql" >/dev/null
 	done
-	# the two databases grow side by side, one session each
+	# the three databases grow side by side, one session each
 	oltp_grow oltp_plain & p1=$!
 	oltp_grow oltp_ext & p2=$!
+	oltp_grow oltp_tab & p3=$!
 	wait "$p1"
 	wait "$p2"
+	wait "$p3"
 	for round in 1 2 3; do
-		for layout in plain ext; do
+		for layout in plain ext tab; do
 			db=oltp_$layout
 			psql_db "$db" -c "CHECKPOINT" >/dev/null
 			(cd "$raw" && as_pg "$bindir/pgbench" -h "$sock" -p "$port" -n -M prepared --max-tries=10 -c 10 -j 2 \
@@ -412,27 +437,52 @@ oltp_bench() {
 			echo "   round $round: $layout: $tps tps"
 		done
 	done
-	for layout in plain ext; do
+	for layout in plain ext tab; do
 		focused oltp_same_server "$layout" "$oltp_rows" tps_median \
 			"$(awk -F, -v l="$layout" '$2 == l { print $4 }' "$raw/oltp_times.csv" | sort -n | sed -n 2p)" tps
 	done
-	psql_db postgres -c "DROP DATABASE oltp_plain" -c "DROP DATABASE oltp_ext" >/dev/null
+	psql_db postgres -c "DROP DATABASE oltp_plain" -c "DROP DATABASE oltp_ext" -c "DROP DATABASE oltp_tab" >/dev/null
 }
 
 # --------------------------------------------------------------------------
 # Focused: a run of ~550k rows by archive_cluster vs the single SQL
 # statement, on the same rows (target 4): grow a tail without archiving,
 # then the statement (rolled back), VACUUM, then archive_cluster_run
-# (committed).  Statement times only, from inside the transaction.
+# (committed).  Statement times only, from inside the transaction.  In
+# table mode the statement is the same on t's own rows (DELETE FROM ONLY t
+# ... INSERT INTO t_archive), run twice: with the session's
+# session_replication_role = replica, so that t_archive's row triggers (the
+# cross-tier unique check, archive_cluster_unique) do not fire: the seed's
+# statement, the same work as in view mode, the verdict; then as any session
+# would run it, the triggers firing (sql_statement_triggers_tab).  Layout
+# ext's figures keep their names (sql_statement, archive_cluster_run,
+# LABEL); layout tab's get the suffix _tab.
 # --------------------------------------------------------------------------
+sql_move() {	# sql_move LAYOUT [SQL run first]: the SQL statement, rolled back -> "seconds wal_bytes"
+	local cur
+	cur=$(cur_rows "$1")
+	psql_db bench -At <<SQL
+SET work_mem = '128MB';
+${2:-}
+BEGIN;
+SELECT clock_timestamp() AS t0, pg_current_wal_insert_lsn() AS w0 \gset
+WITH m AS (DELETE FROM $cur WHERE ts < now() - interval '$hot_window' RETURNING *)
+INSERT INTO t_archive SELECT * FROM m ORDER BY cid, ts;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3) || ' ' || pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'w0');
+ROLLBACK;
+SQL
+	q -c "VACUUM t_archive, $(cur_rel "$1")" -c "CHECKPOINT"
+	q -c "SELECT count(*) FROM $cur" >/dev/null
+}
+
 grow_tail() {	# grow_tail LAYOUT: add rows without archiving until ~a run's worth are eligible
 	local thr cur need
-	if [ "$1" = ext ]; then
+	if is_ac "$1"; then
 		thr=$(q -c "SELECT threshold_rows FROM archive_cluster_tables WHERE relation = 't'::regclass")
 	else
 		thr=$run_every
 	fi
-	cur=$(q -c "SELECT count(*) FROM t_current WHERE ts < now() - interval '$hot_window'")
+	cur=$(q -c "SELECT count(*) FROM $(cur_rows "$1") WHERE ts < now() - interval '$hot_window'")
 	need=$(( thr - cur + 20000 ))
 	if [ "$need" -gt 0 ]; then
 		grow_to $(( $(ids) + need )) -c "SET bench.check_every = 1000000000" -c "SET bench.run_every = 1000000000"
@@ -441,27 +491,25 @@ grow_tail() {	# grow_tail LAYOUT: add rows without archiving until ~a run's wort
 	echo "$thr"
 }
 
-run_vs_sql() {	# run_vs_sql LABEL
-	local eligible rows_now t_sql t_ext n_sql n_ext
+run_vs_sql() {	# run_vs_sql LAYOUT LABEL
+	local layout=$1 label=$2 eligible rows_now t_sql t_ext n_sql n_ext sfx="" cur
+	[ "$layout" = tab ] && sfx=_tab
+	cur=$(cur_rows "$layout")
 	rows_now=$(ids)
-	eligible=$(q -c "SELECT count(*) FROM t_current WHERE ts < now() - interval '$hot_window'")
+	eligible=$(q -c "SELECT count(*) FROM $cur WHERE ts < now() - interval '$hot_window'")
 	echo "   tail: $eligible eligible rows, table $rows_now rows"
-	q -c "SELECT count(*) FROM t_current" >/dev/null	# same cache state for both
+	q -c "SELECT count(*) FROM $cur" >/dev/null	# same cache state for both
 	n_sql=$eligible
-	t_sql=$(psql_db bench -At <<SQL
-SET work_mem = '128MB';
-BEGIN;
-SELECT clock_timestamp() AS t0, pg_current_wal_insert_lsn() AS w0 \gset
-WITH m AS (DELETE FROM t_current WHERE ts < now() - interval '$hot_window' RETURNING *)
-INSERT INTO t_archive SELECT * FROM m ORDER BY cid, ts;
-SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3) || ' ' || pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'w0');
-ROLLBACK;
-SQL
-)
-	q -c "VACUUM t_archive, t_current" -c "CHECKPOINT"
-	q -c "SELECT count(*) FROM t_current" >/dev/null
-	local w_sql w_ext
-	read -r t_sql w_sql <<< "$t_sql"
+	local w_sql w_ext t_trg="" w_trg="" o
+	if [ "$layout" = tab ]; then
+		o=$(sql_move tab "SET session_replication_role = replica;")
+		read -r t_sql w_sql <<< "$o"
+		o=$(sql_move tab)
+		read -r t_trg w_trg <<< "$o"
+	else
+		o=$(sql_move "$layout")
+		read -r t_sql w_sql <<< "$o"
+	fi
 	# paced: the part of the run spent sleeping for archive_cluster.run_max_wal_rate
 	# (nothing else should be writing here, so normally 0)
 	local p_ext
@@ -474,14 +522,18 @@ SELECT :rows_moved, round(extract(epoch FROM clock_timestamp() - :'t0')::numeric
 COMMIT;
 SQL
 )
-	focused run_vs_sql sql_statement "$rows_now" rows "$n_sql" rows
-	focused run_vs_sql sql_statement "$rows_now" seconds "$t_sql" s
-	focused run_vs_sql archive_cluster_run "$rows_now" rows "$n_ext" rows
-	focused run_vs_sql archive_cluster_run "$rows_now" seconds "$t_ext" s
-	focused run_vs_sql archive_cluster_run "$rows_now" paced_seconds "$p_ext" s
-	focused run_vs_sql sql_statement "$rows_now" wal_mb "$(awk -v w="$w_sql" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
-	focused run_vs_sql archive_cluster_run "$rows_now" wal_mb "$(awk -v w="$w_ext" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
-	focused run_vs_sql "$1" "$rows_now" speedup "$(awk -v a="$t_sql" -v b="$t_ext" 'BEGIN { printf "%.2f", a / b }')" x
+	focused run_vs_sql "sql_statement$sfx" "$rows_now" rows "$n_sql" rows
+	focused run_vs_sql "sql_statement$sfx" "$rows_now" seconds "$t_sql" s
+	focused run_vs_sql "archive_cluster_run$sfx" "$rows_now" rows "$n_ext" rows
+	focused run_vs_sql "archive_cluster_run$sfx" "$rows_now" seconds "$t_ext" s
+	focused run_vs_sql "archive_cluster_run$sfx" "$rows_now" paced_seconds "$p_ext" s
+	focused run_vs_sql "sql_statement$sfx" "$rows_now" wal_mb "$(awk -v w="$w_sql" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
+	if [ -n "$t_trg" ]; then
+		focused run_vs_sql "sql_statement_triggers$sfx" "$rows_now" seconds "$t_trg" s
+		focused run_vs_sql "sql_statement_triggers$sfx" "$rows_now" wal_mb "$(awk -v w="$w_trg" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
+	fi
+	focused run_vs_sql "archive_cluster_run$sfx" "$rows_now" wal_mb "$(awk -v w="$w_ext" 'BEGIN { printf "%.0f", w / 1048576 }')" MB
+	focused run_vs_sql "$label$sfx" "$rows_now" speedup "$(awk -v a="$t_sql" -v b="$t_ext" 'BEGIN { printf "%.2f", a / b }')" x
 }
 
 # --------------------------------------------------------------------------
@@ -490,10 +542,10 @@ SQL
 # run, then with a run started 3 s in; the inserts that ran during the run
 # against those of the run without.
 # --------------------------------------------------------------------------
-p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext, the run's session with SETTINGS (a=b,c=d)
+p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext or tab, the run's session with SETTINGS (a=b,c=d)
 	local layout=$1 label=${2:-$1} secs=$p99_secs runcall t0 t1
 	grow_tail "$layout" >/dev/null
-	if [ "$layout" = ext ]; then
+	if is_ac "$layout"; then
 		runcall="SELECT rows_moved FROM archive_cluster_run('t', force => true)"
 		local kv
 		for kv in $(echo "${3:-}" | tr ',' ' '); do
@@ -506,7 +558,7 @@ p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext, the run's sess
 	# the previous run's deleted and appended rows: vacuumed (and the new
 	# tail analyzed) now rather than by autovacuum in the middle of a
 	# measurement
-	q -c "VACUUM ANALYZE t_current, t_archive" >/dev/null
+	q -c "VACUUM ANALYZE $(cur_rel "$layout"), t_archive" >/dev/null
 	settle
 	run_pgbench "p99_base_$label" "$secs" "$p99_clients" -R "$p99_rate" -f "$out/lib/insert.pgbench" >/dev/null
 	echo "   inserts with a run"
@@ -556,7 +608,9 @@ run_layout() {	# run_layout LAYOUT
 	psql_db bench -f "$out/lib/layout_$layout.sql" >/dev/null
 	psql_db bench -f "$out/lib/common.sql" >/dev/null
 
-	if [ "$layout" = ext ] && [ -z "${copy_done:-}" ]; then
+	# targets 3 and 6 (one server, all sides alternating): once, in the
+	# server of the first archive_cluster layout
+	if is_ac "$layout" && [ -z "${copy_done:-}" ]; then
 		copy_bench
 		oltp_bench
 		copy_done=1
@@ -580,16 +634,16 @@ run_layout() {	# run_layout LAYOUT
 		if [ "$layout" = plain ]; then
 			cur=$(q -c "SELECT reltuples::bigint FROM pg_class WHERE oid = 't'::regclass"); arc=0
 		else
-			cur=$(q -c "SELECT count(*) FROM t_current"); arc=$(q -c "SELECT reltuples::bigint FROM pg_class WHERE oid = 't_archive'::regclass")
+			cur=$(q -c "SELECT count(*) FROM $(cur_rows "$layout")"); arc=$(q -c "SELECT reltuples::bigint FROM pg_class WHERE oid = 't_archive'::regclass")
 		fi
 		echo "$layout,$step,$nrows,$grow_s,$tps,$bufs,$dbb,$cur,$arc,$(cg_peak)" >> "$res/steps.csv"
 		echo "   grown in $grow_s s; tps $tps; select all: buffers,rows $bufs; db $(numfmt --to=iec "$dbb"); current $cur, archive ~$arc; cgroup peak $(cg_peak)"
 		grep "^$layout,mixed,$step," "$res/latency.csv" | awk -F, '{ printf "   %-12s n=%-7s avg %8.2f ms  p99 %8.2f ms  retried %s failed %s\n", $4, $5, $6, $7, $8, $9 }'
-		if [ "$layout" = ext ] && [ "$first" = 1 ]; then
+		if is_ac "$layout" && [ "$first" = 1 ]; then
 			# target 4 at the first step (~1.1M rows), after its measurement
 			echo "-- $layout: a run of ~550k rows vs the SQL statement (at ~$step rows)"
-			grow_tail ext >/dev/null
-			run_vs_sql at_first_step
+			grow_tail "$layout" >/dev/null
+			run_vs_sql "$layout" at_first_step
 		fi
 		first=0
 	done
@@ -617,9 +671,9 @@ run_layout() {	# run_layout LAYOUT
 		grow_tail "$layout" >/dev/null
 		q -c "ANALYZE" >/dev/null
 		bb=$(select_all_buffers t)
-		if [ "$layout" = ext ]; then
+		if is_ac "$layout"; then
 			echo "-- $layout: a run of ~550k rows vs the SQL statement (at ~$(ids) rows)"
-			run_vs_sql at_final_step
+			run_vs_sql "$layout" at_final_step
 		else
 			local t_run
 			t_run=$(psql_db bench -At <<SQL
@@ -630,7 +684,7 @@ SQL
 )
 			focused run_vs_sql sql_layout_run "$(ids)" seconds "$t_run" s
 		fi
-		q -c "VACUUM ANALYZE t_current" >/dev/null
+		q -c "VACUUM ANALYZE $(cur_rel "$layout")" >/dev/null
 	fi
 	n=$(ids)
 	q -c "CREATE TABLE t_repacked AS SELECT * FROM t ORDER BY cid, ts" -c "CREATE INDEX ON t_repacked (cid, ts)" \
@@ -655,9 +709,10 @@ SQL
 		q -c "CREATE EXTENSION IF NOT EXISTS archive_cluster" >/dev/null
 	fi
 	if [ "$(q -c "SELECT count(*) FROM pg_proc WHERE proname = 'archive_cluster_fragmentation' AND pronargs >= 3")" -ge 1 ]; then
-		# the seed's table (plain), the registered view (ext); the SQL design's archive table
+		# the seed's table (plain), the registered view (ext) or table (tab);
+		# the SQL design's archive table
 		local rel="t" key="'cid'" k fr
-		[ "$layout" = ext ] && key="NULL"
+		is_ac "$layout" && key="NULL"
 		[ "$layout" = sql ] && rel="t_archive"
 		for k in first second; do
 			fr=$(psql_db bench -At -F ' ' <<SQL
@@ -680,7 +735,8 @@ SQL
 		echo "-- $layout: p99 of concurrent inserts without and with a run"
 		if [ "$layout" = ext ]; then
 			# the same with other settings of the run's session (--p99-settings),
-			# alternating, each twice
+			# alternating, each twice (view mode only: table mode's runs are the
+			# same mover; it is measured with the defaults, the verdict)
 			local i=0 v
 			for v in $p99_settings $p99_settings; do
 				i=$((i + 1))

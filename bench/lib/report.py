@@ -85,9 +85,10 @@ def cmd_p99window(raw, layout, t0, t1, moved, table_rows):
 # --------------------------------------------------------------------------
 # the report
 # --------------------------------------------------------------------------
-LAYOUTS = ['plain', 'sql', 'ext']
-LABEL = {'plain': 'plain table', 'sql': 'seed design in SQL/PL/pgSQL', 'ext': 'archive_cluster'}
-STYLE = {'plain': ('tab:red', 'o'), 'sql': ('tab:blue', 's'), 'ext': ('tab:green', '^')}
+LAYOUTS = ['plain', 'sql', 'ext', 'tab']
+LABEL = {'plain': 'plain table', 'sql': 'seed design in SQL/PL/pgSQL', 'ext': 'archive_cluster, view mode',
+         'tab': 'archive_cluster, table mode'}
+STYLE = {'plain': ('tab:red', 'o'), 'sql': ('tab:blue', 's'), 'ext': ('tab:green', '^'), 'tab': ('tab:purple', 'v')}
 TYPES = ['insert', 'update', 'select_one', 'select_hour', 'select_all']
 
 
@@ -166,7 +167,7 @@ def plots(res, steps, lat, runs):
     # archive runs
     if runs:
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        for l in ('sql', 'ext'):
+        for l in ('sql', 'ext', 'tab'):
             pts = sorted((int(r['table_rows']), fnum(r['seconds']) / max(fnum(r['rows_moved']), 1) * 1e6 / 1000)
                          for r in runs if r['layout'] == l)
             if pts:
@@ -233,85 +234,150 @@ def cmd_report(res):
     L.append('- extension: %s; git %s' % (meta.get('extension_so'), meta.get('git')))
     L.append('')
 
-    # targets
+    # targets: each for archive_cluster's view mode (layout ext) and its
+    # table mode (layout tab)
     L.append('## Targets (DESIGN.md "Performance targets")')
     L.append('')
-    L.append('| # | target | measured | met? |')
-    L.append('|---|---|---|---|')
+    L.append('View mode: layout `ext` (`t` a view over `t_current` and `t_archive`); table mode: layout `tab` (`t` a table, '
+             '`t_archive` its inheritance child). Targets 3 and 6 compare both with the plain table in one server, '
+             'in the same alternating rounds.')
+    L.append('')
+    L.append('| # | mode | target | measured | met? |')
+    L.append('|---|---|---|---|---|')
 
     def verdict(ok):
         return 'n/a' if ok is None else ('yes' if ok else '**no**')
 
-    if 'ext' in final:
-        te, tp, ts_ = fnum(final['ext']['tps']), fnum(final.get('plain', {}).get('tps')), fnum(final.get('sql', {}).get('tps'))
+    MODES = (('ext', 'view', ''), ('tab', 'table', '_tab'))
+    # 1: the mixed workload at the final size
+    for m, mode, sfx in MODES:
+        if m not in final:
+            L.append('| 1 | %s | mixed tps at the final size: >= 10x plain, >= 1.1x SQL design | not measured | n/a |' % mode)
+            continue
+        te, tp, ts_ = fnum(final[m]['tps']), fnum(final.get('plain', {}).get('tps')), fnum(final.get('sql', {}).get('tps'))
         r1, r2 = ratio(te, tp), ratio(te, ts_)
         ok = None if math.isnan(r1) or math.isnan(r2) else (r1 >= 10 and r2 >= 1.1)
-        L.append('| 1 | mixed tps at %s rows: >= 10x plain, >= 1.1x SQL design | %s tps vs %s (plain) and %s (SQL): **%sx** and **%sx** | %s |'
-                 % (final['ext']['step_rows'], fmt(te, 1), fmt(tp, 1), fmt(ts_, 1), fmt(r1), fmt(r2), verdict(ok)))
-    r = f('select_all_buffers', 'ext', 'ratio_after_run')
-    parts = []
-    for l in LAYOUTS:
+        other = ''
+        if m == 'tab' and 'ext' in final:
+            other = ' (view mode: %s tps, table/view %sx)' % (fmt(fnum(final['ext']['tps']), 1),
+                                                           fmt(ratio(te, fnum(final['ext']['tps']))))
+        L.append('| 1 | %s | mixed tps at %s rows: >= 10x plain, >= 1.1x SQL design | %s tps vs %s (plain) and %s (SQL): **%sx** and **%sx**%s | %s |'
+                 % (mode, final[m]['step_rows'], fmt(te, 1), fmt(tp, 1), fmt(ts_, 1), fmt(r1), fmt(r2), other, verdict(ok)))
+
+    # 2: "select all" buffers against the same rows repacked
+    def buffers_part(l):
         rep = fmt(f('select_all_buffers', 'repacked_' + l, 'buffers'), 1)
         if not math.isnan(f('select_all_buffers', l, 'ratio')):
-            parts.append('%s: %s buffers vs %s repacked = **%sx**' % (l, fmt(f('select_all_buffers', l, 'buffers'), 1), rep,
-                                                                      fmt(f('select_all_buffers', l, 'ratio'))))
-        elif not math.isnan(f('select_all_buffers', l, 'ratio_after_run')):
-            parts.append('%s: %s buffers right after a run, %s with a full tail, vs %s repacked = **%sx** after a run, %sx before, %sx cycle mean'
-                         % (l, fmt(f('select_all_buffers', l, 'buffers_after_run'), 1),
-                            fmt(f('select_all_buffers', l, 'buffers_before_run'), 1), rep,
-                            fmt(f('select_all_buffers', l, 'ratio_after_run')), fmt(f('select_all_buffers', l, 'ratio_before_run')),
-                            fmt(f('select_all_buffers', l, 'ratio_cycle_mean'))))
-    L.append('| 2 | buffers per "select all" <= 1.5x the same rows rewritten in (cid, ts) order (verdict: ext right after a run) | %s | %s |'
-             % ('; '.join(parts) or 'n/a', verdict(None if math.isnan(r) else r <= 1.5)))
-    r = ratio(f('oltp_same_server', 'ext', 'tps_median'), f('oltp_same_server', 'plain', 'tps_median'))
-    r_sep = ratio(f('oltp', 'ext', 'tps'), f('oltp', 'plain', 'tps'))
-    L.append('| 3 | OLTP only (insert, update, select one): view >= 0.9x plain table (verdict: one server, alternating rounds) | '
-             'one server, %s rows each, median of 3 rounds: %s tps vs %s tps: **%sx**; at the final size on separate servers: %s vs %s tps: %sx (SQL design: %s tps) | %s |'
-             % (frow('oltp_same_server', 'ext', 'tps_median')['table_rows'] if frow('oltp_same_server', 'ext', 'tps_median') else 'n/a',
-                fmt(f('oltp_same_server', 'ext', 'tps_median'), 1), fmt(f('oltp_same_server', 'plain', 'tps_median'), 1), fmt(r),
-                fmt(f('oltp', 'ext', 'tps'), 1), fmt(f('oltp', 'plain', 'tps'), 1), fmt(r_sep), fmt(f('oltp', 'sql', 'tps'), 1),
-                verdict(None if math.isnan(r) else r >= 0.9)))
-    speed = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['metric'] == 'speedup']
-    ext_s = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'seconds']
-    sql_s = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'sql_statement' and x['metric'] == 'seconds']
-    ext_n = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'rows']
-    ext_p = {x['table_rows']: x['value'] for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == 'archive_cluster_run' and x['metric'] == 'paced_seconds'}
-    if speed:
-        desc = '; '.join('at %s rows: %s rows in %s s (%s s paced) vs %s s: **%sx**'
-                         % (s['table_rows'], n['value'], e['value'], ext_p.get(s['table_rows'], 'n/a'), q['value'], s['value'])
-                         for s, e, q, n in zip(speed, ext_s, sql_s, ext_n))
-        flat = ratio(fnum(ext_s[-1]['value']), fnum(ext_s[0]['value'])) if len(ext_s) > 1 else float('nan')
-        ok = all(fnum(s['value']) >= 1.5 for s in speed) and (math.isnan(flat) or flat <= 1.25)
-        L.append('| 4 | a ~550k-row run >= 1.5x faster than the SQL statement; at the end within 1.25x of at ~1.1M rows | %s; end/start run time: **%sx** | %s |'
-                 % (desc, fmt(flat), verdict(ok)))
-    else:
-        L.append('| 4 | run vs SQL statement | not measured | n/a |')
-    r = f('p99_inserts', 'ext', 'p99_ratio')
+            return '%s: %s buffers vs %s repacked = **%sx**' % (l, fmt(f('select_all_buffers', l, 'buffers'), 1), rep,
+                                                                fmt(f('select_all_buffers', l, 'ratio')))
+        if not math.isnan(f('select_all_buffers', l, 'ratio_after_run')):
+            return ('%s: %s buffers right after a run, %s with a full tail, vs %s repacked = **%sx** after a run, %sx before, %sx cycle mean'
+                    % (l, fmt(f('select_all_buffers', l, 'buffers_after_run'), 1),
+                       fmt(f('select_all_buffers', l, 'buffers_before_run'), 1), rep,
+                       fmt(f('select_all_buffers', l, 'ratio_after_run')), fmt(f('select_all_buffers', l, 'ratio_before_run')),
+                       fmt(f('select_all_buffers', l, 'ratio_cycle_mean'))))
+        return None
+
+    for m, mode, sfx in MODES:
+        r = f('select_all_buffers', m, 'ratio_after_run')
+        shown = ['plain', 'sql', 'ext'] if m == 'ext' else ['tab']
+        parts = [p for p in (buffers_part(l) for l in shown) if p]
+        L.append('| 2 | %s | buffers per "select all" <= 1.5x the same rows rewritten in (cid, ts) order (verdict: %s right after a run) | %s | %s |'
+                 % (mode, m, '; '.join(parts) or 'not measured', verdict(None if math.isnan(r) else r <= 1.5)))
+
+    # 3: OLTP only, one server, alternating rounds
+    for m, mode, sfx in MODES:
+        thr = 0.9 if m == 'ext' else 0.95
+        r = ratio(f('oltp_same_server', m, 'tps_median'), f('oltp_same_server', 'plain', 'tps_median'))
+        r_sep = ratio(f('oltp', m, 'tps'), f('oltp', 'plain', 'tps'))
+        row = frow('oltp_same_server', m, 'tps_median')
+        if not row and not frow('oltp', m, 'tps'):
+            L.append('| 3 | %s | OLTP only (insert, update, select one): >= %sx plain table | not measured | n/a |' % (mode, thr))
+            continue
+        extra = ' (SQL design: %s tps)' % fmt(f('oltp', 'sql', 'tps'), 1) if m == 'ext' else ''
+        L.append('| 3 | %s | OLTP only (insert, update, select one): %s >= %sx plain table (verdict: one server, alternating rounds) | '
+                 'one server, %s rows each, median of 3 rounds: %s tps vs %s tps: **%sx**; at the final size on separate servers: %s vs %s tps: %sx%s | %s |'
+                 % (mode, 'view' if m == 'ext' else 'table mode', thr, row['table_rows'] if row else 'n/a',
+                    fmt(f('oltp_same_server', m, 'tps_median'), 1), fmt(f('oltp_same_server', 'plain', 'tps_median'), 1), fmt(r),
+                    fmt(f('oltp', m, 'tps'), 1), fmt(f('oltp', 'plain', 'tps'), 1), fmt(r_sep), extra,
+                    verdict(None if math.isnan(r) else r >= thr)))
+
+    # 4: a run against the SQL statement on the same rows (layout ext's
+    # figures: sql_statement, archive_cluster_run, at_*_step; tab's: *_tab)
+    for m, mode, sfx in MODES:
+        def rv(layout, metric):
+            return [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['layout'] == layout and x['metric'] == metric]
+        speed = [x for x in foc if x['benchmark'] == 'run_vs_sql' and x['metric'] == 'speedup'
+                 and x['layout'] in ('at_first_step' + sfx, 'at_final_step' + sfx)]
+        ext_s, sql_s = rv('archive_cluster_run' + sfx, 'seconds'), rv('sql_statement' + sfx, 'seconds')
+        ext_n = rv('archive_cluster_run' + sfx, 'rows')
+        ext_p = {x['table_rows']: x['value'] for x in rv('archive_cluster_run' + sfx, 'paced_seconds')}
+        # table mode: the same statement with t_archive's row triggers firing
+        trg = {x['table_rows']: x['value'] for x in rv('sql_statement_triggers' + sfx, 'seconds')}
+
+        def with_triggers(rows, run_s):
+            if rows not in trg:
+                return ''
+            return ' (the statement with the archive\'s triggers firing: %s s, %sx)' % (trg[rows], fmt(ratio(fnum(trg[rows]), fnum(run_s))))
+        if speed:
+            desc = '; '.join('at %s rows: %s rows in %s s (%s s paced) vs %s s: **%sx**%s'
+                             % (s['table_rows'], n['value'], e['value'], ext_p.get(s['table_rows'], 'n/a'), q['value'], s['value'],
+                                with_triggers(s['table_rows'], e['value']))
+                             for s, e, q, n in zip(speed, ext_s, sql_s, ext_n))
+            flat = ratio(fnum(ext_s[-1]['value']), fnum(ext_s[0]['value'])) if len(ext_s) > 1 else float('nan')
+            ok = all(fnum(s['value']) >= 1.5 for s in speed) and (math.isnan(flat) or flat <= 1.25)
+            stmt = 'the SQL statement' if m == 'ext' else 'the SQL statement (without the archive\'s triggers, as in view mode)'
+            L.append('| 4 | %s | a ~550k-row run >= 1.5x faster than %s; at the end within 1.25x of at ~1.1M rows | %s; end/start run time: **%sx** | %s |'
+                     % (mode, stmt, desc, fmt(flat), verdict(ok)))
+        else:
+            L.append('| 4 | %s | run vs SQL statement | not measured | n/a |' % mode)
+
+    # 5: p99 of concurrent inserts during a run
     settings = {}
     if os.path.exists(os.path.join(res, 'p99_settings.csv')):
         with open(os.path.join(res, 'p99_settings.csv')) as fh:
             for row in csv.reader(fh):
                 settings[row[0]] = ','.join(row[1:])
     variants = sorted(settings, key=lambda v: int(v[5:]))
-    vdesc = ''.join('; with %s: %s ms during a %s-s run vs %s ms: %sx'
-                    % (settings[v], fmt(f('p99_inserts', v, 'p99_during_run_ms')),
-                       fmt(f('p99_inserts', v, 'run_seconds'), 1), fmt(f('p99_inserts', v, 'p99_without_run_ms')),
-                       fmt(f('p99_inserts', v, 'p99_ratio'))) for v in variants)
-    L.append('| 5 | p99 of concurrent inserts during a run <= 2x without (verdict: default settings) | %s ms during a %s-s run (%s inserts) vs %s ms without: **%sx**%s (SQL design: %sx) | %s |'
-             % (fmt(f('p99_inserts', 'ext', 'p99_during_run_ms')), fmt(f('p99_inserts', 'ext', 'run_seconds'), 1),
-                fmt(f('p99_inserts', 'ext', 'inserts_during_run'), 0), fmt(f('p99_inserts', 'ext', 'p99_without_run_ms')), fmt(r),
-                vdesc, fmt(f('p99_inserts', 'sql', 'p99_ratio')), verdict(None if math.isnan(r) else r <= 2)))
-    r = ratio(f('copy', 'ext', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))
-    L.append('| 6 | COPY FROM through the view >= 0.7x into the plain table | %s rows/s vs %s rows/s: **%sx** (PL/pgSQL view: %sx) | %s |'
-             % (fmt(f('copy', 'ext', 'rows_per_s'), 0), fmt(f('copy', 'plain', 'rows_per_s'), 0), fmt(r),
-                fmt(ratio(f('copy', 'sql', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))), verdict(None if math.isnan(r) else r >= 0.7)))
-    fr = [x for x in foc if x['benchmark'] == 'fragmentation']
-    if fr and all(x['value'] != 'not_available' for x in fr):
-        worst = max(fnum(x['value']) for x in fr)
-        desc = '; '.join('%s, %s rows, %s: %s s' % (x['layout'], x['table_rows'], x['metric'].replace('seconds_', '').replace('_', ' '), x['value']) for x in fr)
-        L.append('| 7 | archive_cluster_fragmentation(), 200 sampled keys: < 1 s | %s | %s |' % (desc, verdict(worst < 1)))
-    else:
-        L.append('| 7 | archive_cluster_fragmentation(), 200 sampled keys: < 1 s | not available | n/a |')
+    for m, mode, sfx in MODES:
+        r = f('p99_inserts', m, 'p99_ratio')
+        if not frow('p99_inserts', m, 'p99_ratio'):
+            L.append('| 5 | %s | p99 of concurrent inserts during a run <= 2x without | not measured | n/a |' % mode)
+            continue
+        vdesc = ''
+        if m == 'ext':
+            vdesc = ''.join('; with %s: %s ms during a %s-s run vs %s ms: %sx'
+                            % (settings[v], fmt(f('p99_inserts', v, 'p99_during_run_ms')),
+                               fmt(f('p99_inserts', v, 'run_seconds'), 1), fmt(f('p99_inserts', v, 'p99_without_run_ms')),
+                               fmt(f('p99_inserts', v, 'p99_ratio'))) for v in variants)
+        L.append('| 5 | %s | p99 of concurrent inserts during a run <= 2x without (verdict: default settings) | %s ms during a %s-s run (%s inserts) vs %s ms without: **%sx**%s (SQL design: %sx) | %s |'
+                 % (mode, fmt(f('p99_inserts', m, 'p99_during_run_ms')), fmt(f('p99_inserts', m, 'run_seconds'), 1),
+                    fmt(f('p99_inserts', m, 'inserts_during_run'), 0), fmt(f('p99_inserts', m, 'p99_without_run_ms')), fmt(r),
+                    vdesc, fmt(f('p99_inserts', 'sql', 'p99_ratio')), verdict(None if math.isnan(r) else r <= 2)))
+
+    # 6: COPY FROM, one server, alternating rounds
+    for m, mode, sfx in MODES:
+        thr = 0.7 if m == 'ext' else 0.95
+        r = ratio(f('copy', m, 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))
+        what = 'through the view' if m == 'ext' else 'into the table in table mode'
+        if not frow('copy', m, 'rows_per_s'):
+            L.append('| 6 | %s | COPY FROM %s >= %sx into the plain table | not measured | n/a |' % (mode, what, thr))
+            continue
+        L.append('| 6 | %s | COPY FROM %s >= %sx into the plain table | %s rows/s vs %s rows/s: **%sx** (PL/pgSQL view: %sx) | %s |'
+                 % (mode, what, thr, fmt(f('copy', m, 'rows_per_s'), 0), fmt(f('copy', 'plain', 'rows_per_s'), 0), fmt(r),
+                    fmt(ratio(f('copy', 'sql', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))),
+                    verdict(None if math.isnan(r) else r >= thr)))
+
+    # 7: the fragmentation function (view mode: every layout but tab, as
+    # before table mode was measured; table mode: tab)
+    for m, mode, sfx in MODES:
+        fr = [x for x in foc if x['benchmark'] == 'fragmentation' and (x['layout'] == 'tab') == (m == 'tab')]
+        if fr and all(x['value'] != 'not_available' for x in fr):
+            worst = max(fnum(x['value']) for x in fr)
+            desc = '; '.join('%s, %s rows, %s: %s s' % (x['layout'], x['table_rows'], x['metric'].replace('seconds_', '').replace('_', ' '), x['value']) for x in fr)
+            L.append('| 7 | %s | archive_cluster_fragmentation(), 200 sampled keys: < 1 s | %s | %s |' % (mode, desc, verdict(worst < 1)))
+        else:
+            L.append('| 7 | %s | archive_cluster_fragmentation(), 200 sampled keys: < 1 s | not available | n/a |' % mode)
     L.append('')
 
     # per-step table
@@ -350,7 +416,7 @@ def cmd_report(res):
         L.append('')
         L.append('| layout | runs | rows moved (avg) | seconds (min / avg / max) | ms per 1,000 rows (first / last) |')
         L.append('|---|---|---|---|---|')
-        for l in ('sql', 'ext'):
+        for l in ('sql', 'ext', 'tab'):
             rr = sorted((r for r in runs if r['layout'] == l), key=lambda r: int(r['run_no']))
             if not rr:
                 continue
@@ -362,7 +428,7 @@ def cmd_report(res):
         L.append('')
 
     waits = []
-    for l in ['sql'] + variants + ['ext']:
+    for l in ['sql'] + variants + ['ext', 'tab']:
         w = load(os.path.join(res, 'p99_waits_%s.csv' % l))
         if w:
             tot = sum(int(x['samples']) for x in w)

@@ -1,0 +1,41 @@
+-- Layout "tab": archive_cluster in table mode.  The seed's table, registered
+-- with mode => 'table': t stays a table (its own rows, ONLY t, are the
+-- current tier) and t_archive becomes its inheritance child.  Runs as in
+-- layout_ext.sql: archive_cluster_run('t') called by the growth every
+-- bench.check_every rows, moving rows only when the table is due (its
+-- automatic threshold, ~550,000 rows here).
+CREATE EXTENSION IF NOT EXISTS archive_cluster;
+CREATE SEQUENCE t_id_seq;
+CREATE TABLE t (
+	ts timestamp NOT NULL,
+	id int NOT NULL PRIMARY KEY,
+	cid int NOT NULL,
+	pad varchar(200) NOT NULL
+);
+CREATE INDEX t_cid_ts ON t (cid, ts);
+SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts',
+								hot_window => current_setting('bench.hot_window')::interval,
+								batch_rows => nullif(current_setting('bench.batch_rows', true), '')::bigint,
+								mode => 'table');
+
+CREATE TABLE bench_state (last_check_ids bigint NOT NULL);
+INSERT INTO bench_state VALUES (0);
+
+CREATE PROCEDURE bench_maybe_run(total bigint) LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+BEGIN
+	IF total - (SELECT last_check_ids FROM bench_state) >= current_setting('bench.check_every')::bigint THEN
+		UPDATE bench_state SET last_check_ids = total;
+		-- no statistics yet (threshold 'default'): analyze, as after a load
+		-- (ANALYZE t: t's own rows, the current tier, and the whole hierarchy)
+		IF (SELECT threshold_source FROM archive_cluster_tables WHERE relation = 't'::regclass) = 'default' THEN
+			ANALYZE t;
+		END IF;
+		SELECT * INTO r FROM archive_cluster_run('t');
+		IF r.status = 'archived' THEN
+			INSERT INTO bench_runs (table_rows, rows_moved, seconds, how)
+			VALUES (total, r.rows_moved, extract(epoch FROM r.duration), 'archive_cluster');
+		END IF;
+	END IF;
+END $$;
