@@ -28,6 +28,7 @@
 #endif
 #include "pgstat.h"
 #include "storage/buf_internals.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/wait_event.h"
 
@@ -205,5 +206,12 @@ ac_expanded_view(RangeTblEntry *rte)
 #endif
 	return InvalidOid;
 }
+
+/* The backend's local transaction id moved into PGPROC's vxid in 17. */
+#if PG_VERSION_NUM >= 170000
+#define ac_local_xid() (MyProc->vxid.lxid)
+#else
+#define ac_local_xid() (MyProc->lxid)
+#endif
 
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

@@ -47,6 +47,7 @@
 #include "access/nbtree.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
@@ -66,6 +67,7 @@
 #include "utils/rls.h"
 
 #include "archive_cluster.h"
+#include "compat.h"
 #include "key_probe.h"
 #include "key_range.h"
 #include "tier_indexes.h"
@@ -401,37 +403,26 @@ ac_row_key(AcUniquePair *p, TupleTableSlot *newslot, TupleTableSlot *oldslot,
 }
 
 /*
- * Check the pairs of e marked in need (all if need is NULL) for a row
- * written to tier e->relid: newslot, and for an UPDATE oldslot, the row
- * before.  Unless trusted (the caller may read and write <t>, without row
+ * Look up the keys of a row written to tier e->relid in the other tier.
+ * Unless trusted (the caller may read and write <t>, without row
  * security), a key is looked up only if this transaction has written it to
  * the row's tier.
  */
 static void
-ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
-			 TupleTableSlot *oldslot, bool trusted)
+ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys, bool trusted)
 {
-	EState	   *estate = CreateExecutorState();
-	AcRowKey   *keys = palloc(sizeof(AcRowKey) * Max(e->npairs, 1));
-	int			nkeys = 0;
 	int			i;
 
-	for (i = 0; i < e->npairs; i++)
+	for (i = 0; i < nkeys && !trusted; i++)
 	{
-		AcRowKey   *key = &keys[nkeys];
+		AcUniquePair *p = keys[i].pair;
 
-		if (need != NULL && !need[i])
-			continue;
-		if (!ac_row_key(&e->pairs[i], newslot, oldslot, estate, key))
-			continue;
-		if (!trusted &&
-			!ac_key_written_here(e->relid, key->pair->own, key->pair->eqprocs,
-								 key->pair->nkeys, key->values, key->isnull))
+		if (!ac_key_written_here(e->relid, p->own, p->eqprocs, p->nkeys,
+								 keys[i].values, keys[i].isnull))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied for table %s", get_rel_name(e->parent)),
 					 errdetail("archive_cluster_unique_check_row() looks up the keys of a row written by the current transaction only.")));
-		nkeys++;
 	}
 
 	/*
@@ -449,7 +440,56 @@ ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
 						  keys[i].isnull, p->nulls_equal))
 			ac_unique_violation(e, p, keys[i].values, keys[i].isnull, NULL);
 	}
+}
+
+/*
+ * Check the pairs of e marked in need (all if need is NULL) for a row
+ * written to tier e->relid: newslot, and for an UPDATE oldslot, the row
+ * before.  Keys are computed as the index computes them.
+ */
+static void
+ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
+			 TupleTableSlot *oldslot, bool trusted)
+{
+	EState	   *estate = CreateExecutorState();
+	AcRowKey   *keys = palloc(sizeof(AcRowKey) * Max(e->npairs, 1));
+	int			nkeys = 0;
+	int			i;
+
+	for (i = 0; i < e->npairs; i++)
+		if ((need == NULL || need[i]) &&
+			ac_row_key(&e->pairs[i], newslot, oldslot, estate, &keys[nkeys]))
+			nkeys++;
+	ac_check_keys(e, keys, nkeys, trusted);
 	FreeExecutorState(estate);
+}
+
+/*
+ * ac_check_row() for a row given as heap tuples (oldtup NULL for an
+ * INSERT), with a copy of entry e: user code run by an index expression
+ * may fill the cached entry again.
+ */
+static void
+ac_check_slots(AcUniqueEntry *e, bool *need, HeapTuple newtup, HeapTuple oldtup,
+			   bool trusted)
+{
+	Relation	rel = table_open(e->relid, AccessShareLock);
+	AcUniqueEntry *copy = ac_unique_entry_copy(e);
+	TupleTableSlot *newslot;
+	TupleTableSlot *oldslot = NULL;
+
+	newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(newtup, newslot, false);
+	if (oldtup != NULL)
+	{
+		oldslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+		ExecStoreHeapTuple(oldtup, oldslot, false);
+	}
+	ac_check_row(copy, need, newslot, oldslot, trusted);
+	if (oldslot)
+		ExecDropSingleTupleTableSlot(oldslot);
+	ExecDropSingleTupleTableSlot(newslot);
+	table_close(rel, AccessShareLock);
 }
 
 /*
@@ -589,6 +629,8 @@ typedef struct AcRowSite
 	Oid			relid;			/* its table, InvalidOid if none */
 	AcUniqueEntry *entry;		/* relid's cache entry */
 	Oid			trusted_user;	/* may write the tier, as seen at the entry's fill */
+	LocalTransactionId locked_lxid; /* the other tier locked in this */
+	SubTransactionId locked_subid;	/* (sub)transaction */
 } AcRowSite;
 
 /* A row datum as a heap tuple of relid (not copied). */
@@ -618,6 +660,8 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 	AcUniqueEntry *e;
 	HeapTupleData newtup;
 	HeapTupleData oldtup;
+	AcRowKey   *keys;
+	int			nkeys = 0;
 	bool	   *need = NULL;
 	bool		trusted;
 	int			i;
@@ -673,26 +717,30 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 		site->trusted_user = GetUserId();
 	trusted = site->trusted_user == GetUserId();
 
-	/* the keys that need a look in the other tier */
+	/*
+	 * The keys that need a look in the other tier: those of plain columns
+	 * read from the row into keys, the others (an expression or a predicate
+	 * to evaluate) marked in need.
+	 */
 	ac_row_tuple(newrow, site->relid, &newtup);
 	if (update)
 		ac_row_tuple(oldrow, site->relid, &oldtup);
+	keys = palloc(sizeof(AcRowKey) * Max(e->npairs, 1));
 	for (i = 0; i < e->npairs; i++)
 	{
 		AcUniquePair *p = &e->pairs[i];
 
 		if (p->simple)
 		{
-			Datum		values[INDEX_MAX_KEYS];
-			bool		isnull[INDEX_MAX_KEYS];
+			AcRowKey   *key = &keys[nkeys];
 			bool		anynull = false;
 			bool		same = update;
 			int			k;
 
 			for (k = 0; k < p->nkeys; k++)
 			{
-				values[k] = heap_getattr(&newtup, p->attnos[k], e->desc, &isnull[k]);
-				anynull |= isnull[k];
+				key->values[k] = heap_getattr(&newtup, p->attnos[k], e->desc, &key->isnull[k]);
+				anynull |= key->isnull[k];
 			}
 			if (anynull && !p->nulls_equal)
 				continue;		/* matches nothing */
@@ -702,58 +750,58 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 				bool		oldnull;
 				Datum		old = heap_getattr(&oldtup, p->attnos[k], e->desc, &oldnull);
 
-				same = oldnull == isnull[k] &&
-					(oldnull || datumIsEqual(old, values[k], att->attbyval, att->attlen));
+				same = oldnull == key->isnull[k] &&
+					(oldnull || datumIsEqual(old, key->values[k], att->attbyval, att->attlen));
 			}
-			if (same || (trusted && ac_key_range_beyond(p->range, values, isnull)))
+			if (same || (trusted && ac_key_range_beyond(p->range, key->values, key->isnull)))
 				continue;
+			key->pair = p;
+			nkeys++;
+			continue;
 		}
 		if (need == NULL)
 			need = palloc0(sizeof(bool) * e->npairs);
 		need[i] = true;
 	}
+	if (nkeys == 0 && need == NULL)
+		PG_RETURN_BOOL(false);
 
-	if (need != NULL)
+	/*
+	 * The other tier locked (to the end of the transaction, as the look-ups
+	 * keep it), once per (sub)transaction: its indexes cannot go away now,
+	 * and an entry invalidated before is seen so.
+	 */
+	if (site->locked_lxid != ac_local_xid() ||
+		site->locked_subid != GetCurrentSubTransactionId())
 	{
-		Relation	rel = table_open(site->relid, AccessShareLock);
-		Relation	other;
-		AcUniqueEntry *copy;
-		TupleTableSlot *newslot;
-		TupleTableSlot *oldslot = NULL;
+		Relation	other = try_table_open(e->other, AccessShareLock);
 
-		/*
-		 * The other tier locked (to the end of the transaction, as the
-		 * look-ups keep it): its indexes cannot go away now.  An entry
-		 * invalidated meanwhile is filled again, and all its keys checked.
-		 */
-		other = try_table_open(e->other, AccessShareLock);
 		if (other != NULL)
 			table_close(other, NoLock);
-		if (!e->valid)
-		{
-			e = ac_unique_entry_get(rel);
-			if (!OidIsValid(e->parent))
-			{
-				table_close(rel, AccessShareLock);
-				PG_RETURN_BOOL(false);
-			}
-			if (OidIsValid(e->missing))
-				ac_missing_counterpart(e);
-			need = NULL;
-		}
-		copy = ac_unique_entry_copy(e);
-		newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-		ExecStoreHeapTuple(&newtup, newslot, false);
-		if (update)
-		{
-			oldslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-			ExecStoreHeapTuple(&oldtup, oldslot, false);
-		}
-		ac_check_row(copy, need, newslot, oldslot, trusted);
-		if (oldslot)
-			ExecDropSingleTupleTableSlot(oldslot);
-		ExecDropSingleTupleTableSlot(newslot);
-		table_close(rel, AccessShareLock);
+		site->locked_lxid = ac_local_xid();
+		site->locked_subid = GetCurrentSubTransactionId();
 	}
+
+	if (!e->valid)
+	{
+		/* changed meanwhile: filled again, and every key of the row checked */
+		Relation	rel = table_open(site->relid, AccessShareLock);
+
+		e = ac_unique_entry_get(rel);
+		table_close(rel, AccessShareLock);
+		site->entry = e;
+		if (!OidIsValid(e->parent))
+			PG_RETURN_BOOL(false);
+		if (OidIsValid(e->missing))
+			ac_missing_counterpart(e);
+		ac_check_slots(e, NULL, &newtup, update ? &oldtup : NULL, trusted);
+		PG_RETURN_BOOL(false);
+	}
+
+	/* keys read from the row: looked up as they are */
+	ac_check_keys(e, keys, nkeys, trusted);
+	/* the others: computed by the executor from the row */
+	if (need != NULL)
+		ac_check_slots(e, need, &newtup, update ? &oldtup : NULL, trusted);
 	PG_RETURN_BOOL(false);
 }
