@@ -29,6 +29,7 @@ OBJS = \
 	src/tier_validate.o \
 	src/tiers.o \
 	src/triggers.o \
+	src/unarchive.o \
 	src/util.o \
 	src/utility.o \
 	src/view_buffer.o \

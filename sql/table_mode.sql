@@ -82,8 +82,20 @@ VALUES (9002, now(), 1, 'e11') ON CONFLICT (id) DO NOTHING$$);
 INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
 VALUES (9000, now(), 1, 'x9000') ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 5
 RETURNING id, n;
-SELECT try($$INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
-VALUES (4, now(), 1, 'x4') ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 5$$);
+-- DO UPDATE meeting an archived row: back in ONLY "Orders", updated there
+INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE
+VALUES (4, now(), 1, 'x4') ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 5
+RETURNING tableoid::regclass, id, n, email;
+-- ... as on a plain table: not twice in one statement; a false WHERE updates nothing
+SELECT try($$INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE
+VALUES (7, now(), 1), (7, now(), 1) ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 1$$);
+INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE VALUES (8, now(), 1)
+ON CONFLICT (id) DO UPDATE SET n = 0 WHERE false RETURNING id;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE VALUES (10, now(), 1)
+ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 1 RETURNING tableoid::regclass, id, n;
+COMMIT;
+SELECT tableoid::regclass, id, n FROM tm."Orders" WHERE id IN (4, 7, 8, 10) ORDER BY id;
 WITH w AS (INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE
 		   VALUES (5, now(), 1) ON CONFLICT DO NOTHING RETURNING id)
 SELECT count(*) AS inserted FROM w;
@@ -92,6 +104,9 @@ WHEN MATCHED THEN UPDATE SET n = o.n + 100
 WHEN NOT MATCHED THEN INSERT (ts, cid, email) VALUES (now(), 3, 'merged');
 SELECT tableoid::regclass, id, n FROM tm."Orders" WHERE id = 6 OR email = 'merged';
 RESET ROLE;
+-- into the archive directly, DO UPDATE does not take a row of the table
+SELECT try($$INSERT INTO tm."Orders_archive" (id, ts, cid) OVERRIDING SYSTEM VALUE
+VALUES (9000, now(), 1) ON CONFLICT (id) DO UPDATE SET n = 1$$);
 
 -- no duplicate anywhere
 SELECT count(*) = count(DISTINCT id) AS ids_unique,

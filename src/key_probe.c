@@ -41,25 +41,23 @@ ac_key_scankeys(Relation idx, const Oid *eqprocs, int nkeys, Datum *keyv, bool *
 }
 
 /*
- * Is there a row with these key values in heap?  Scans its key index with a
- * dirty snapshot, as a unique index does: a row that another transaction is
- * inserting or deleting is waited for, then looked at again, so that two
- * transactions writing one new key into the two tables at the same time
- * cannot both succeed (each writes its row first, then checks the other
- * table: the second to check sees the first one's row).  A NULL key
+ * Is there a row with these key values in rel (index idx)?  Scans the index
+ * with a dirty snapshot, as a unique index does: a row that another
+ * transaction is inserting or deleting is waited for, then looked at again,
+ * so that two transactions writing one new key into the two tables at the
+ * same time cannot both succeed (each writes its row first, then checks the
+ * other table: the second to check sees the first one's row).  A NULL key
  * matches nothing, unless nulls_equal (a unique index NULLS NOT DISTINCT).
- * Modelled on check_exclusion_or_unique_constraint() of PostgreSQL's
+ * The row found is left in slot.  Modelled on
+ * check_exclusion_or_unique_constraint() of PostgreSQL's
  * executor/execIndexing.c.
  */
 bool
-ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
-			  Datum *keyv, bool *keyn, bool nulls_equal)
+ac_key_find(Relation rel, Relation idx, const Oid *eqprocs, int nkeys,
+			Datum *keyv, bool *keyn, bool nulls_equal, TupleTableSlot *slot)
 {
-	Relation	rel;
-	Relation	idx;
 	SnapshotData dirty;
 	IndexScanDesc scan;
-	TupleTableSlot *slot;
 	ScanKeyData skeys[INDEX_MAX_KEYS];
 	bool		found;
 	int			i;
@@ -68,11 +66,8 @@ ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 		if (keyn[i] && !nulls_equal)
 			return false;
 
-	rel = table_open(heapid, AccessShareLock);
-	idx = index_open(indexid, AccessShareLock);
 	ac_key_scankeys(idx, eqprocs, nkeys, keyv, keyn, skeys);
 	InitDirtySnapshot(dirty);
-	slot = table_slot_create(rel, NULL);
 	for (;;)
 	{
 		TransactionId xwait;
@@ -92,6 +87,28 @@ ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 		else
 			XactLockTableWait(xwait, rel, &slot->tts_tid, XLTW_InsertIndexUnique);
 	}
+	return found;
+}
+
+/* ac_key_find() in table heapid, index indexid, the row not kept. */
+bool
+ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
+			  Datum *keyv, bool *keyn, bool nulls_equal)
+{
+	Relation	rel;
+	Relation	idx;
+	TupleTableSlot *slot;
+	bool		found;
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		if (keyn[i] && !nulls_equal)
+			return false;
+
+	rel = table_open(heapid, AccessShareLock);
+	idx = index_open(indexid, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	found = ac_key_find(rel, idx, eqprocs, nkeys, keyv, keyn, nulls_equal, slot);
 	ExecDropSingleTupleTableSlot(slot);
 	/* keep the locks until the end of the transaction, as a scan would */
 	index_close(idx, NoLock);

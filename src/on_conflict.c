@@ -19,10 +19,15 @@
  *		conflict check.  A row whose key in an arbiter index is archived
  *		(looked up as tier_unique.c does, waiting for a writer in progress)
  *		is then skipped for DO NOTHING, as a plain table would; for DO
- *		UPDATE it fails with 23505 and a hint: an archived row is not
- *		updated by ON CONFLICT (the executor cannot lock and update a row of
- *		another relation there).  A real trigger would cost every COPY its
- *		multi-row inserts; this one exists for ON CONFLICT statements only.
+ *		UPDATE it is brought back into <t> (unarchive.c), where the
+ *		executor's conflict check finds it, locks it and updates it, as on a
+ *		plain table.  A real trigger would cost every COPY its multi-row
+ *		inserts; this one exists for ON CONFLICT statements only.
+ *
+ *		A row brought back is written with the statement's command id, and
+ *		the statement then goes on with the next one: the executor updates a
+ *		row that an earlier command wrote, but refuses one its own command
+ *		inserted ("cannot affect row a second time").
  *
  *		Installed whenever the library is loaded, as row_locks.c is: with
  *		archive_cluster in shared_preload_libraries (or
@@ -32,6 +37,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -71,11 +77,12 @@ ac_unique_trigger_function(TriggerDesc *trigdesc, char *enabled)
 
 /*
  * Append a BEFORE ROW INSERT trigger running fnoid to the statement's
- * triggers of rri, with arguments: the action, then the OIDs of the
- * arbiter indexes (none: ON CONFLICT without a target, where every unique
- * index is one).  Allocated in the query's memory.
+ * triggers of rri, with arguments: the action, the command id to write rows
+ * brought back with, then the OIDs of the arbiter indexes (none: ON
+ * CONFLICT without a target, where every unique index is one).  Allocated
+ * in the query's memory.  True if added for DO UPDATE.
  */
-static void
+static bool
 ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 						OnConflictAction action, EState *estate)
 {
@@ -87,7 +94,7 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 
 	/* a plan node reached twice (a CTE is also among es_subplanstates) */
 	if (strcmp(td->triggers[n - 1].tgname, AC_CONFLICT_TRIGGER) == 0)
-		return;
+		return false;
 
 	td->triggers = repalloc(td->triggers, sizeof(Trigger) * (n + 1));
 	trig = &td->triggers[n];
@@ -97,10 +104,11 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 	trig->tgtype = TRIGGER_TYPE_ROW | TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_INSERT;
 	trig->tgenabled = enabled;	/* fires when the AFTER trigger does */
 	trig->tgisinternal = true;
-	trig->tgnargs = 1 + list_length(rri->ri_onConflictArbiterIndexes);
+	trig->tgnargs = 2 + list_length(rri->ri_onConflictArbiterIndexes);
 	trig->tgargs = palloc(sizeof(char *) * trig->tgnargs);
 	trig->tgargs[0] = pstrdup(action == ONCONFLICT_NOTHING ? "nothing" : "update");
-	i = 1;
+	trig->tgargs[1] = psprintf("%u", estate->es_output_cid);
+	i = 2;
 	foreach(lc, rri->ri_onConflictArbiterIndexes)
 		trig->tgargs[i++] = psprintf("%u", lfirst_oid(lc));
 	td->numtriggers = n + 1;
@@ -118,11 +126,21 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 		memcpy(instr, rri->ri_TrigInstrument, sizeof(Instrumentation) * n);
 		rri->ri_TrigInstrument = instr;
 	}
+	return action == ONCONFLICT_UPDATE;
 }
+
+/* What the walk over a statement's plan found. */
+typedef struct AcConflictWalk
+{
+	EState	   *estate;
+	bool		brings_back;	/* a DO UPDATE may bring archived rows back */
+} AcConflictWalk;
 
 static bool
 ac_on_conflict_walker(PlanState *ps, void *context)
 {
+	AcConflictWalk *walk = context;
+
 	if (ps == NULL)
 		return false;
 	if (IsA(ps, ModifyTableState))
@@ -137,9 +155,10 @@ ac_on_conflict_walker(PlanState *ps, void *context)
 			char		enabled = TRIGGER_FIRES_ON_ORIGIN;
 			Oid			fnoid = ac_unique_trigger_function(rri->ri_TrigDesc, &enabled);
 
-			if (OidIsValid(fnoid))
+			if (OidIsValid(fnoid) &&
 				ac_add_conflict_trigger(rri, fnoid, enabled, node->onConflictAction,
-										(EState *) context);
+										walk->estate))
+				walk->brings_back = true;
 		}
 	}
 	return planstate_tree_walker(ps, ac_on_conflict_walker, context);
@@ -149,6 +168,7 @@ static void
 ac_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	MemoryContext oldcxt;
+	AcConflictWalk walk;
 	ListCell   *lc;
 
 	if (prev_executor_start)
@@ -162,11 +182,24 @@ ac_executor_start(QueryDesc *queryDesc, int eflags)
 		return;
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
 		return;
+	walk.estate = queryDesc->estate;
+	walk.brings_back = false;
 	oldcxt = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
-	(void) ac_on_conflict_walker(queryDesc->planstate, queryDesc->estate);
+	(void) ac_on_conflict_walker(queryDesc->planstate, &walk);
 	foreach(lc, queryDesc->estate->es_subplanstates)
-		(void) ac_on_conflict_walker((PlanState *) lfirst(lc), queryDesc->estate);
+		(void) ac_on_conflict_walker((PlanState *) lfirst(lc), &walk);
 	MemoryContextSwitchTo(oldcxt);
+
+	/*
+	 * Rows brought back are written with the command id the statement had
+	 * (its snapshot does not see them); the statement writes with the next
+	 * one.  Nothing has run yet: only ExecutorRun reads es_output_cid.
+	 */
+	if (walk.brings_back)
+	{
+		CommandCounterIncrement();
+		queryDesc->estate->es_output_cid = GetCurrentCommandId(true);
+	}
 }
 
 void

@@ -71,6 +71,7 @@
 #include "key_probe.h"
 #include "key_range.h"
 #include "tier_indexes.h"
+#include "unarchive.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_unique_check);
 PG_FUNCTION_INFO_V1(archive_cluster_unique_check_row);
@@ -101,10 +102,12 @@ typedef struct AcUniqueEntry
 	Oid			missing;		/* a unique index without counterpart */
 	TupleDesc	desc;			/* the tier's rows, to read keys from */
 	MemoryContext cxt;			/* pairs, desc and ranges; NULL if none */
+	uint64		fill;			/* which fill of the cache this is */
 } AcUniqueEntry;
 
 static HTAB *ac_unique_cache = NULL;
 static uint64 ac_unique_invals = 0;	/* invalidations seen */
+static uint64 ac_unique_fills = 0;	/* entries filled */
 
 /* Forget entries of a relation changed (its indexes, its triggers). */
 static void
@@ -272,6 +275,7 @@ ac_unique_entry_get(Relation rel)
 		if (e->cxt)
 			MemoryContextSetParent(e->cxt, TopTransactionContext);
 		*e = filled;
+		e->fill = ++ac_unique_fills;
 		/* an invalidation while filling: use it now, fill again next time */
 		e->valid = ac_unique_invals == invals;
 	}
@@ -281,7 +285,8 @@ ac_unique_entry_get(Relation rel)
 /*
  * Entry e copied into the current memory context (its pairs without their
  * ranges): a trigger fired while a check runs (by an index expression, say)
- * may fill the cached entry again and free its memory.
+ * may fill the cached entry again (its old memory stays until the
+ * transaction ends).
  */
 static AcUniqueEntry *
 ac_unique_entry_copy(AcUniqueEntry *e)
@@ -445,17 +450,20 @@ ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys, bool trusted)
 /*
  * Check the pairs of e marked in need (all if need is NULL) for a row
  * written to tier e->relid: newslot, and for an UPDATE oldslot, the row
- * before.  Keys are computed as the index computes them.
+ * before, keys computed as the index computes them; and the ngiven keys
+ * already read from the row, looked up with them.
  */
 static void
 ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
-			 TupleTableSlot *oldslot, bool trusted)
+			 TupleTableSlot *oldslot, bool trusted, AcRowKey *given, int ngiven)
 {
 	EState	   *estate = CreateExecutorState();
-	AcRowKey   *keys = palloc(sizeof(AcRowKey) * Max(e->npairs, 1));
+	AcRowKey   *keys = palloc(sizeof(AcRowKey) * (e->npairs + ngiven + 1));
 	int			nkeys = 0;
 	int			i;
 
+	for (i = 0; i < ngiven; i++)
+		keys[nkeys++] = given[i];
 	for (i = 0; i < e->npairs; i++)
 		if ((need == NULL || need[i]) &&
 			ac_row_key(&e->pairs[i], newslot, oldslot, estate, &keys[nkeys]))
@@ -471,7 +479,7 @@ ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
  */
 static void
 ac_check_slots(AcUniqueEntry *e, bool *need, HeapTuple newtup, HeapTuple oldtup,
-			   bool trusted)
+			   bool trusted, AcRowKey *given, int ngiven)
 {
 	Relation	rel = table_open(e->relid, AccessShareLock);
 	AcUniqueEntry *copy = ac_unique_entry_copy(e);
@@ -485,7 +493,7 @@ ac_check_slots(AcUniqueEntry *e, bool *need, HeapTuple newtup, HeapTuple oldtup,
 		oldslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 		ExecStoreHeapTuple(oldtup, oldslot, false);
 	}
-	ac_check_row(copy, need, newslot, oldslot, trusted);
+	ac_check_row(copy, need, newslot, oldslot, trusted, given, ngiven);
 	if (oldslot)
 		ExecDropSingleTupleTableSlot(oldslot);
 	ExecDropSingleTupleTableSlot(newslot);
@@ -493,10 +501,13 @@ ac_check_slots(AcUniqueEntry *e, bool *need, HeapTuple newtup, HeapTuple oldtup,
 }
 
 /*
- * INSERT ... ON CONFLICT into <t> (on_conflict.c): a BEFORE ROW trigger
- * whose arguments are the action and the arbiter indexes.  A row whose key
- * in an arbiter index is archived is skipped (DO NOTHING) or refused (DO
- * UPDATE); any other row goes on to the executor's own conflict check.
+ * INSERT ... ON CONFLICT into a tier (on_conflict.c): a BEFORE ROW trigger
+ * whose arguments are the action, the command id to bring rows back with
+ * and the arbiter indexes.  A row whose key in an arbiter index is in the
+ * other tier is skipped (DO NOTHING); for DO UPDATE into <t>, the archived
+ * row is brought back into <t> (unarchive.c), where the executor's own
+ * conflict check finds it and updates it.  Into the archive directly, DO
+ * UPDATE meeting a row of <t> is refused.
  */
 static Datum
 ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
@@ -504,6 +515,7 @@ ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 	Trigger    *trig = trigdata->tg_trigger;
 	Relation	rel = trigdata->tg_relation;
 	bool		nothing = strcmp(trig->tgargs[0], "nothing") == 0;
+	CommandId	cid = (CommandId) strtoul(trig->tgargs[1], NULL, 10);
 	EState	   *estate = CreateExecutorState();
 	TupleTableSlot *slot = trigdata->tg_trigslot;
 	bool		skip = false;
@@ -530,10 +542,10 @@ ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 		Relation	index;
 		Datum		values[INDEX_MAX_KEYS];
 		bool		isnull[INDEX_MAX_KEYS];
-		bool		arbiter = trig->tgnargs == 1;	/* no target: every unique index */
+		bool		arbiter = trig->tgnargs == 2;	/* no target: every unique index */
 		bool		inindex;
 
-		for (j = 1; j < trig->tgnargs && !arbiter; j++)
+		for (j = 2; j < trig->tgnargs && !arbiter; j++)
 			arbiter = atooid(trig->tgargs[j]) == p->own;
 		if (!arbiter)
 			continue;
@@ -547,20 +559,29 @@ ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 		 * executor's own conflict check deals with it; else, once the run
 		 * has committed, the row is found in the archive.
 		 */
-		if (inindex &&
-			!ac_key_exists(e->relid, p->own, p->eqprocs, p->nkeys, values, isnull,
-						   p->nulls_equal) &&
-			ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
+		if (!inindex ||
+			ac_key_exists(e->relid, p->own, p->eqprocs, p->nkeys, values, isnull,
 						  p->nulls_equal))
+			;					/* the executor's conflict check decides */
+		else if (nothing)
 		{
-			if (nothing)
+			if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
+							  p->nulls_equal))
 			{
-				skip = true;	/* as a conflict in <t> would */
+				skip = true;	/* as a conflict in this tier would */
 				break;
 			}
-			ac_unique_violation(e, p, values, isnull,
-								"The conflicting row is archived, and INSERT ... ON CONFLICT DO UPDATE does not update archived rows; update it with UPDATE.");
 		}
+		else if (e->relid == e->parent)
+		{
+			if (ac_unarchive_key(rel, e->other, p->other, p->eqprocs, p->nkeys, values,
+								 isnull, p->nulls_equal, cid))
+				break;			/* now in <t>: the executor updates it */
+		}
+		else if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, values, isnull,
+							   p->nulls_equal))
+			ac_unique_violation(e, p, values, isnull,
+								"INSERT ... ON CONFLICT DO UPDATE into the archive does not update rows of the table; insert into the table instead.");
 		ResetPerTupleExprContext(estate);
 	}
 	if (slot != trigdata->tg_trigslot)
@@ -584,7 +605,8 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 				 errmsg("archive_cluster_unique_check() was not called by the trigger manager")));
 	event = trigdata->tg_event;
 	if (TRIGGER_FIRED_BEFORE(event) && TRIGGER_FIRED_FOR_ROW(event) &&
-		TRIGGER_FIRED_BY_INSERT(event) && trigdata->tg_trigger->tgnargs >= 1 &&
+		TRIGGER_FIRED_BY_INSERT(event) && trigdata->tg_trigger->tgnargs >= 2 &&
+		trigdata->tg_trigger->tgoid == InvalidOid &&	/* on_conflict.c's */
 		(strcmp(trigdata->tg_trigger->tgargs[0], "nothing") == 0 ||
 		 strcmp(trigdata->tg_trigger->tgargs[0], "update") == 0))
 	{
@@ -618,7 +640,7 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 	}
 	else
 		newslot = trigdata->tg_trigslot;
-	ac_check_row(e, NULL, newslot, oldslot, true);
+	ac_check_row(e, NULL, newslot, oldslot, true, NULL, 0);
 	return PointerGetDatum(NULL);
 }
 
@@ -629,9 +651,51 @@ typedef struct AcRowSite
 	Oid			relid;			/* its table, InvalidOid if none */
 	AcUniqueEntry *entry;		/* relid's cache entry */
 	Oid			trusted_user;	/* may write the tier, as seen at the entry's fill */
-	LocalTransactionId locked_lxid; /* the other tier locked in this */
-	SubTransactionId locked_subid;	/* (sub)transaction */
+	Oid			locked;			/* the other tier, locked in this */
+	LocalTransactionId locked_lxid; /* (sub)transaction */
+	SubTransactionId locked_subid;
 } AcRowSite;
+
+/*
+ * May the caller read <t> and write it (INSERT, or UPDATE for an update),
+ * without row security?  Only such a caller gets the range skip (else it
+ * would tell which keys are beyond the archive's) and look-ups of keys it
+ * has not written itself.
+ */
+static bool
+ac_site_trusted(AcRowSite *site, AcUniqueEntry *e, bool update)
+{
+	if (site->trusted_user != GetUserId() &&
+		pg_class_aclcheck(e->parent, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
+		pg_class_aclcheck(e->parent, GetUserId(),
+						  update ? ACL_UPDATE : ACL_INSERT) == ACLCHECK_OK &&
+		check_enable_rls(e->parent, InvalidOid, true) == RLS_NONE)
+		site->trusted_user = GetUserId();
+	return site->trusted_user == GetUserId();
+}
+
+/*
+ * Lock the other tier (to the end of the transaction, as the look-ups keep
+ * it), once per (sub)transaction: its indexes cannot go away then, and
+ * changes made to them before are seen (as invalidations of the entry).
+ */
+static void
+ac_site_lock_other(AcRowSite *site, Oid other)
+{
+	Relation	rel;
+
+	if (site->locked == other && site->locked_lxid == ac_local_xid() &&
+		site->locked_subid == GetCurrentSubTransactionId())
+		return;
+	site->locked = InvalidOid;
+	rel = try_table_open(other, AccessShareLock);
+	if (rel == NULL)
+		return;					/* dropped: the entry is invalid now */
+	table_close(rel, NoLock);
+	site->locked = other;
+	site->locked_lxid = ac_local_xid();
+	site->locked_subid = GetCurrentSubTransactionId();
+}
 
 /* A row datum as a heap tuple of relid (not copied). */
 static void
@@ -664,6 +728,10 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 	int			nkeys = 0;
 	bool	   *need = NULL;
 	bool		trusted;
+	uint64		fill;
+	int			npairs;
+	AcUniquePair *pairs;
+	TupleDesc	desc;
 	int			i;
 
 	if (site == NULL)
@@ -704,31 +772,25 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 	if (OidIsValid(e->missing))
 		ac_missing_counterpart(e);
 
-	/*
-	 * A caller who may not read <t> and write it (INSERT, or UPDATE), or whom
-	 * row security restricts, gets no range skip: it would tell which keys
-	 * are beyond the archive's.
-	 */
-	if (site->trusted_user != GetUserId() &&
-		pg_class_aclcheck(e->parent, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
-		pg_class_aclcheck(e->parent, GetUserId(),
-						  update ? ACL_UPDATE : ACL_INSERT) == ACLCHECK_OK &&
-		check_enable_rls(e->parent, InvalidOid, true) == RLS_NONE)
-		site->trusted_user = GetUserId();
-	trusted = site->trusted_user == GetUserId();
+	trusted = ac_site_trusted(site, e, update);
 
 	/*
 	 * The keys that need a look in the other tier: those of plain columns
 	 * read from the row into keys, the others (an expression or a predicate
-	 * to evaluate) marked in need.
+	 * to evaluate) marked in need.  The entry as it is now: a comparison
+	 * (user code) may fill it again.
 	 */
+	fill = e->fill;
+	npairs = e->npairs;
+	pairs = e->pairs;
+	desc = e->desc;
 	ac_row_tuple(newrow, site->relid, &newtup);
 	if (update)
 		ac_row_tuple(oldrow, site->relid, &oldtup);
-	keys = palloc(sizeof(AcRowKey) * Max(e->npairs, 1));
-	for (i = 0; i < e->npairs; i++)
+	keys = palloc(sizeof(AcRowKey) * Max(npairs, 1));
+	for (i = 0; i < npairs; i++)
 	{
-		AcUniquePair *p = &e->pairs[i];
+		AcUniquePair *p = &pairs[i];
 
 		if (p->simple)
 		{
@@ -739,16 +801,16 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 
 			for (k = 0; k < p->nkeys; k++)
 			{
-				key->values[k] = heap_getattr(&newtup, p->attnos[k], e->desc, &key->isnull[k]);
+				key->values[k] = heap_getattr(&newtup, p->attnos[k], desc, &key->isnull[k]);
 				anynull |= key->isnull[k];
 			}
 			if (anynull && !p->nulls_equal)
 				continue;		/* matches nothing */
 			for (k = 0; k < p->nkeys && same; k++)
 			{
-				Form_pg_attribute att = TupleDescAttr(e->desc, p->attnos[k] - 1);
+				Form_pg_attribute att = TupleDescAttr(desc, p->attnos[k] - 1);
 				bool		oldnull;
-				Datum		old = heap_getattr(&oldtup, p->attnos[k], e->desc, &oldnull);
+				Datum		old = heap_getattr(&oldtup, p->attnos[k], desc, &oldnull);
 
 				same = oldnull == key->isnull[k] &&
 					(oldnull || datumIsEqual(old, key->values[k], att->attbyval, att->attlen));
@@ -760,29 +822,14 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 			continue;
 		}
 		if (need == NULL)
-			need = palloc0(sizeof(bool) * e->npairs);
+			need = palloc0(sizeof(bool) * npairs);
 		need[i] = true;
 	}
 	if (nkeys == 0 && need == NULL)
 		PG_RETURN_BOOL(false);
 
-	/*
-	 * The other tier locked (to the end of the transaction, as the look-ups
-	 * keep it), once per (sub)transaction: its indexes cannot go away now,
-	 * and an entry invalidated before is seen so.
-	 */
-	if (site->locked_lxid != ac_local_xid() ||
-		site->locked_subid != GetCurrentSubTransactionId())
-	{
-		Relation	other = try_table_open(e->other, AccessShareLock);
-
-		if (other != NULL)
-			table_close(other, NoLock);
-		site->locked_lxid = ac_local_xid();
-		site->locked_subid = GetCurrentSubTransactionId();
-	}
-
-	if (!e->valid)
+	ac_site_lock_other(site, e->other);
+	if (!e->valid || e->fill != fill)
 	{
 		/* changed meanwhile: filled again, and every key of the row checked */
 		Relation	rel = table_open(site->relid, AccessShareLock);
@@ -790,18 +837,28 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 		e = ac_unique_entry_get(rel);
 		table_close(rel, AccessShareLock);
 		site->entry = e;
+		site->trusted_user = InvalidOid;
 		if (!OidIsValid(e->parent))
 			PG_RETURN_BOOL(false);
 		if (OidIsValid(e->missing))
 			ac_missing_counterpart(e);
-		ac_check_slots(e, NULL, &newtup, update ? &oldtup : NULL, trusted);
+		ac_site_lock_other(site, e->other);
+		trusted = ac_site_trusted(site, e, update);
+		ac_check_slots(e, NULL, &newtup, update ? &oldtup : NULL, trusted, NULL, 0);
 		PG_RETURN_BOOL(false);
 	}
 
-	/* keys read from the row: looked up as they are */
-	ac_check_keys(e, keys, nkeys, trusted);
-	/* the others: computed by the executor from the row */
-	if (need != NULL)
-		ac_check_slots(e, need, &newtup, update ? &oldtup : NULL, trusted);
+	/*
+	 * Every key verified (unless trusted) before any is looked up; a copy of
+	 * the entry, which a comparison may fill again.
+	 */
+	if (need == NULL)
+	{
+		AcUniqueEntry here = *e;
+
+		ac_check_keys(&here, keys, nkeys, trusted);
+	}
+	else
+		ac_check_slots(e, need, &newtup, update ? &oldtup : NULL, trusted, keys, nkeys);
 	PG_RETURN_BOOL(false);
 }

@@ -41,12 +41,6 @@ from harness import REC, VARIANTS, code, connect, message  # noqa: E402
 # a change of behaviour still fails it), and is reported as a documented
 # difference.  A listed check that starts to equal the plain table passes.
 DOCUMENTED = {
-    "dj_bulk_create_update_conflicts_archived":
-        ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
-    "sa_on_conflict_do_update_pk_archived":
-        ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
-    "sa_on_conflict_do_update_email_archived":
-        ("ON CONFLICT DO UPDATE does not update archived rows", "23505"),
     "pg_delete_by_ctid_batch":
         ("a ctid is unique within one tier only (inheritance)", "\"delete\": 4"),
     "pg_foreign_key_added_after_register":
