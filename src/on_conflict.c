@@ -80,7 +80,8 @@ ac_unique_trigger_function(TriggerDesc *trigdesc, char *enabled)
  * triggers of rri, with arguments: the action, the command id to write rows
  * brought back with, then the OIDs of the arbiter indexes (none: ON
  * CONFLICT without a target, where every unique index is one).  Allocated
- * in the query's memory.  True if added for DO UPDATE.
+ * in the query's memory.  True if it may bring archived rows back (DO
+ * UPDATE on <t>).
  */
 static bool
 ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
@@ -126,7 +127,16 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 		memcpy(instr, rri->ri_TrigInstrument, sizeof(Instrumentation) * n);
 		rri->ri_TrigInstrument = instr;
 	}
-	return action == ONCONFLICT_UPDATE;
+
+	/*
+	 * Rows are brought back into <t> (the parent of the two), by a trigger
+	 * that fires under the session's replication role.
+	 */
+	if (action != ONCONFLICT_UPDATE || !rri->ri_RelationDesc->rd_rel->relhassubclass)
+		return false;
+	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
+		return enabled == TRIGGER_FIRES_ON_REPLICA || enabled == TRIGGER_FIRES_ALWAYS;
+	return enabled == TRIGGER_FIRES_ON_ORIGIN || enabled == TRIGGER_FIRES_ALWAYS;
 }
 
 /* What the walk over a statement's plan found. */

@@ -13,16 +13,20 @@
  *		in <t>'s index and updates it as it would on a plain table.  The row
  *		stays in <t> until a later run archives it again.
  *
- *		The rows are written with the command id the statement had before
- *		on_conflict.c moved it one on: the executor locks and updates a row
- *		written by an earlier command, not one its own command inserted
- *		(which it would refuse as "cannot affect row a second time").
+ *		The row is written into <t> with the command id the statement had
+ *		before on_conflict.c moved it one on: the executor locks and updates
+ *		a row written by an earlier command, not one its own command
+ *		inserted (which it would refuse as "cannot affect row a second
+ *		time").  Its deletion from the archive is the statement's own, as an
+ *		UPDATE's would be.  No trigger fires for the move (a run fires none
+ *		either).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/attmap.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -94,50 +98,76 @@ ac_unarchive_insert(Relation cur, Relation arc, TupleTableSlot *arcslot, Command
 	FreeExecutorState(estate);
 }
 
+/* 21000, as ON CONFLICT on a plain table reports a row its own command wrote */
+static void
+ac_unarchive_second_time(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CARDINALITY_VIOLATION),
+			 errmsg("ON CONFLICT DO UPDATE command cannot affect row a second time"),
+			 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
+}
+
 /*
  * Move the archived row with these key values (index indexid of archive
- * archiveid) into cur, written with command id cid.  False if there is no
- * such row (any more).  A row deleted or updated meanwhile by another
- * transaction is looked for again (READ COMMITTED) or is a serialization
- * failure (REPEATABLE READ and SERIALIZABLE), as is a row the transaction's
- * snapshot does not see.
+ * archiveid) into cur: written there with command id cid, deleted from the
+ * archive with cid + 1, the statement's own.  False if there is no such
+ * row (any more).
+ *
+ * The row is locked first, then inserted into cur, then deleted: a
+ * transaction inserting the key into cur meanwhile sees the archived row
+ * still live (a lock does not hide it) and fails at once, as on a plain
+ * table, instead of waiting for this one while this one waits for its
+ * entry in cur's index.  A row updated or deleted by another transaction
+ * meanwhile is looked for again (READ COMMITTED) or is a serialization
+ * failure (REPEATABLE READ and SERIALIZABLE), as is a row the
+ * transaction's snapshot does not see; one written by this statement
+ * cannot be updated by it.
  */
 bool
 ac_unarchive_key(Relation cur, Oid archiveid, Oid indexid, const Oid *eqprocs, int nkeys,
 				 Datum *keyv, bool *keyn, bool nulls_equal, CommandId cid)
 {
 	Relation	arc = table_open(archiveid, RowExclusiveLock);
-	Relation	idx = index_open(indexid, RowExclusiveLock);
+	Relation	idx = index_open(indexid, AccessShareLock);
 	TupleTableSlot *arcslot = table_slot_create(arc, NULL);
 	bool		moved = false;
 
 	while (ac_key_find(arc, idx, eqprocs, nkeys, keyv, keyn, nulls_equal, arcslot))
 	{
+		ItemPointerData tid = arcslot->tts_tid;
 		TM_FailureData tmfd;
 		TM_Result	res;
+		bool		isnull;
+		TransactionId xmin;
 
-		if (IsolationUsesXactSnapshot() &&
+		res = table_tuple_lock(arc, &tid, GetActiveSnapshot(), arcslot, cid + 1,
+							   LockTupleExclusive, LockWaitBlock, 0, &tmfd);
+		if (res == TM_Invisible || res == TM_SelfModified)
+			ac_unarchive_second_time();
+		if (res == TM_Updated || res == TM_Deleted)
+		{
+			if (IsolationUsesXactSnapshot())
+				ac_unarchive_serialization_failure();
+			ExecClearTuple(arcslot);
+			continue;			/* changed meanwhile: look for the key again */
+		}
+		if (res != TM_Ok)
+			elog(ERROR, "unexpected result %d locking an archived row", (int) res);
+
+		xmin = DatumGetTransactionId(slot_getsysattr(arcslot, MinTransactionIdAttributeNumber,
+													 &isnull));
+		if (IsolationUsesXactSnapshot() && !TransactionIdIsCurrentTransactionId(xmin) &&
 			!table_tuple_satisfies_snapshot(arc, arcslot, GetActiveSnapshot()))
 			ac_unarchive_serialization_failure();
-		res = table_tuple_delete(arc, &arcslot->tts_tid, cid, GetActiveSnapshot(),
-								 InvalidSnapshot, true, &tmfd, true);
-		if (res == TM_Ok)
-		{
-			/* the version deleted is the one found, still in arcslot */
-			ac_unarchive_insert(cur, arc, arcslot, cid);
-			moved = true;
-			break;
-		}
-		if (res == TM_SelfModified)
-			ereport(ERROR,
-					(errcode(ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION),
-					 errmsg("archived row to be updated was already modified by an operation triggered by the current command")));
-		if (res != TM_Updated && res != TM_Deleted)
-			elog(ERROR, "unexpected result %d deleting an archived row", (int) res);
-		if (IsolationUsesXactSnapshot())
-			ac_unarchive_serialization_failure();
-		/* changed meanwhile: look for the key again */
-		ExecClearTuple(arcslot);
+
+		ac_unarchive_insert(cur, arc, arcslot, cid);
+		res = table_tuple_delete(arc, &tid, cid + 1, GetActiveSnapshot(), InvalidSnapshot,
+								 true, &tmfd, true);
+		if (res != TM_Ok)
+			elog(ERROR, "unexpected result %d deleting a locked archived row", (int) res);
+		moved = true;
+		break;
 	}
 	ExecDropSingleTupleTableSlot(arcslot);
 	index_close(idx, NoLock);
