@@ -96,6 +96,11 @@ INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE VALUES (10, now(),
 ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 1 RETURNING tableoid::regclass, id, n;
 COMMIT;
 SELECT tableoid::regclass, id, n FROM tm."Orders" WHERE id IN (4, 7, 8, 10) ORDER BY id;
+-- an UPDATE of the same statement does not see the row the upsert changed, as on a plain table
+WITH u AS (INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE VALUES (7, now(), 1)
+		   ON CONFLICT (id) DO UPDATE SET n = "Orders".n + 1 RETURNING id)
+UPDATE tm."Orders" SET n = n + 100 WHERE id IN (SELECT id FROM u);
+SELECT tableoid::regclass, id, n FROM tm."Orders" WHERE id = 7;
 WITH w AS (INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE
 		   VALUES (5, now(), 1) ON CONFLICT DO NOTHING RETURNING id)
 SELECT count(*) AS inserted FROM w;
@@ -107,6 +112,11 @@ RESET ROLE;
 -- into the archive directly, DO UPDATE does not take a row of the table
 SELECT try($$INSERT INTO tm."Orders_archive" (id, ts, cid) OVERRIDING SYSTEM VALUE
 VALUES (9000, now(), 1) ON CONFLICT (id) DO UPDATE SET n = 1$$);
+-- a row the statement itself archived is not updated by it, as on a plain table
+SELECT try($$WITH a AS (INSERT INTO tm."Orders_archive" (id, ts, cid) OVERRIDING SYSTEM VALUE
+						VALUES (9100, now(), 1) RETURNING id)
+INSERT INTO tm."Orders" (id, ts, cid) OVERRIDING SYSTEM VALUE SELECT id, now(), 1 FROM a
+ON CONFLICT (id) DO UPDATE SET n = 1$$);
 
 -- no duplicate anywhere
 SELECT count(*) = count(DISTINCT id) AS ids_unique,
