@@ -336,8 +336,15 @@ grow_to() {	# grow_to TARGET [-c "SET ..."]...
 # --------------------------------------------------------------------------
 # COPY FROM: into the plain table, through archive_cluster's view, into
 # archive_cluster's table in table mode, through the PL/pgSQL view (target
-# 6); one server, 3 rounds, each target in turn, median
+# 6); one server, 4 rounds, each target in turn, the order rotated by one
+# each round (each target takes each place once), median of the wall times;
+# the COPY backend's CPU time (user + system, /proc/self/stat) beside it
 # --------------------------------------------------------------------------
+# the median of numbers, one per line
+median() {
+	sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 copy_bench() {
 	echo "== COPY FROM: $copy_rows rows, plain table vs archive_cluster's view vs its table mode vs the PL/pgSQL view"
 	psql_db postgres -c "CREATE DATABASE copybench"
@@ -360,33 +367,39 @@ SELECT setseed(0.5);
 COPY (SELECT clock_timestamp()::timestamp, i, floor(random() * 10000)::int, repeat('*', floor(random() * 201)::int)
 	  FROM generate_series(1, $copy_rows) i) TO '$out/copy.csv' (FORMAT csv);
 SQL
-	local round target t
-	for round in 1 2 3; do
-		for target in c_plain c_ext c_tab c_sql; do
+	local round target t k
+	local targets=(c_plain c_ext c_tab c_sql)
+	for round in 1 2 3 4; do
+		for k in 0 1 2 3; do
+			target=${targets[$(( (k + round - 1) % 4 ))]}
 			# (TRUNCATE c_tab empties its inheritance child c_tab_archive too)
 			local trunc="TRUNCATE $target"
 			[ "$target" = c_ext ] && trunc="TRUNCATE c_ext_current, c_ext_archive"
 			[ "$target" = c_sql ] && trunc="TRUNCATE c_sql_current, c_sql_archive"
 			psql_db copybench -c "$trunc" -c "CHECKPOINT"
 			t=$(psql_db copybench -At <<SQL
-SELECT clock_timestamp() AS t0 \gset
+CREATE TEMP VIEW cpu AS SELECT (split_part(s, ' ', 14)::bigint + split_part(s, ' ', 15)::bigint) / $(getconf CLK_TCK).0 AS s
+	FROM pg_read_file('/proc/self/stat') s;
+SELECT s AS c0, clock_timestamp() AS t0 FROM cpu \gset
 COPY $target FROM '$out/copy.csv' (FORMAT csv);
-SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3);
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3) || ',' || round(s - :c0, 2) FROM cpu;
 SQL
 )
 			echo "copy,$target,$round,$t" >> "$raw/copy_times.csv"
-			echo "   round $round: COPY $copy_rows rows into $target: $t s"
+			echo "   round $round: COPY $copy_rows rows into $target: ${t%,*} s (backend CPU ${t#*,} s)"
 		done
 	done
 	for target in c_plain c_ext c_tab c_sql; do
-		local med
-		med=$(awk -F, -v t="$target" '$2 == t { print $4 }' "$raw/copy_times.csv" | sort -n | sed -n 2p)
+		local med cpu
+		med=$(awk -F, -v t="$target" '$2 == t { print $4 }' "$raw/copy_times.csv" | median)
+		cpu=$(awk -F, -v t="$target" '$2 == t { print $5 }' "$raw/copy_times.csv" | median)
 		local layout=plain
 		[ "$target" = c_ext ] && layout=ext
 		[ "$target" = c_tab ] && layout=tab
 		[ "$target" = c_sql ] && layout=sql
 		focused copy "$layout" "$copy_rows" seconds_median "$med" s
 		focused copy "$layout" "$copy_rows" rows_per_s "$(awk -v n="$copy_rows" -v s="$med" 'BEGIN { printf "%.0f", n / s }')" rows/s
+		focused copy "$layout" "$copy_rows" cpu_seconds_median "$cpu" s
 	done
 	psql_db postgres -c "DROP DATABASE copybench"
 	rm -f "$out/copy.csv"
@@ -426,8 +439,11 @@ oltp_bench() {
 	wait "$p1"
 	wait "$p2"
 	wait "$p3"
+	local layouts3=(plain ext tab) k
 	for round in 1 2 3; do
-		for layout in plain ext tab; do
+		for k in 0 1 2; do
+			# each layout takes each place once
+			layout=${layouts3[$(( (k + round - 1) % 3 ))]}
 			db=oltp_$layout
 			psql_db "$db" -c "CHECKPOINT" >/dev/null
 			(cd "$raw" && as_pg "$bindir/pgbench" -h "$sock" -p "$port" -n -M prepared --max-tries=10 -c 10 -j 2 \
@@ -439,7 +455,7 @@ oltp_bench() {
 	done
 	for layout in plain ext tab; do
 		focused oltp_same_server "$layout" "$oltp_rows" tps_median \
-			"$(awk -F, -v l="$layout" '$2 == l { print $4 }' "$raw/oltp_times.csv" | sort -n | sed -n 2p)" tps
+			"$(awk -F, -v l="$layout" '$2 == l { print $4 }' "$raw/oltp_times.csv" | median)" tps
 	done
 	psql_db postgres -c "DROP DATABASE oltp_plain" -c "DROP DATABASE oltp_ext" -c "DROP DATABASE oltp_tab" >/dev/null
 }

@@ -363,9 +363,15 @@ def cmd_report(res):
         if not frow('copy', m, 'rows_per_s'):
             L.append('| 6 | %s | COPY FROM %s >= %sx into the plain table | not measured | n/a |' % (mode, what, thr))
             continue
-        L.append('| 6 | %s | COPY FROM %s >= %sx into the plain table | %s rows/s vs %s rows/s: **%sx** (PL/pgSQL view: %sx) | %s |'
+        cpu = ''
+        if frow('copy', m, 'cpu_seconds_median'):
+            # CPU time: plain's seconds over this one's (higher is better, as rows/s)
+            cpu = '; backend CPU %s s vs %s s: %sx' % (
+                fmt(f('copy', m, 'cpu_seconds_median')), fmt(f('copy', 'plain', 'cpu_seconds_median')),
+                fmt(ratio(f('copy', 'plain', 'cpu_seconds_median'), f('copy', m, 'cpu_seconds_median'))))
+        L.append('| 6 | %s | COPY FROM %s >= %sx into the plain table | %s rows/s vs %s rows/s: **%sx**%s (PL/pgSQL view: %sx) | %s |'
                  % (mode, what, thr, fmt(f('copy', m, 'rows_per_s'), 0), fmt(f('copy', 'plain', 'rows_per_s'), 0), fmt(r),
-                    fmt(ratio(f('copy', 'sql', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))),
+                    cpu, fmt(ratio(f('copy', 'sql', 'rows_per_s'), f('copy', 'plain', 'rows_per_s'))),
                     verdict(None if math.isnan(r) else r >= thr)))
 
     # 7: the fragmentation function (view mode: every layout but tab, as
