@@ -73,13 +73,18 @@ BEGIN
 	USING pg_event_trigger_dropped_objects() d
 	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
 	  AND d.objid IN (c.relation, c.current_table, c.archive_table);
+	-- only for a command that drops an index (DROP INDEX, DROP COLUMN, ...)
+	IF NOT EXISTS (SELECT FROM pg_event_trigger_dropped_objects() d WHERE d.object_type = 'index') THEN
+		RETURN;
+	END IF;
 	SELECT tier::regclass AS tier INTO r
 	FROM @extschema@.archive_cluster_config c,
 		 unnest(ARRAY[c.current_table, c.archive_table]) AS tier
 	WHERE c.mode = 'table'
 	  AND NOT EXISTS (SELECT FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
 					  JOIN pg_am am ON am.oid = ic.relam
-					  WHERE i.indrelid = tier AND am.amname = 'archive_cluster_guard')
+					  WHERE i.indrelid = tier AND am.amname = 'archive_cluster_guard'
+					    AND i.indisvalid AND i.indisready AND i.indislive)
 	LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'cannot drop the archive_cluster_guard index of %', r.tier

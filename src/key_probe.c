@@ -10,13 +10,11 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/relscan.h"
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "access/xact.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"

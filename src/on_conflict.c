@@ -113,7 +113,8 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, OnConflictAction action,
 	n = td->numtriggers;
 
 	/* a plan node reached twice (a CTE is also among es_subplanstates) */
-	if (n > 0 && strcmp(td->triggers[n - 1].tgname, AC_CONFLICT_TRIGGER) == 0)
+	if (n > 0 && td->triggers[n - 1].tgisinternal && td->triggers[n - 1].tgfoid == fnoid &&
+		strcmp(td->triggers[n - 1].tgname, AC_CONFLICT_TRIGGER) == 0)
 		return false;
 
 	td->triggers = repalloc(td->triggers, sizeof(Trigger) * (n + 1));

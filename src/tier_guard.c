@@ -21,8 +21,12 @@
  *		index by index, in the order of their OIDs, so the guard only notes
  *		the row (its TID) and the row is checked once the executor is done
  *		with it: when the next row reaches a guard at the same query level,
- *		at the end of the statement (ExecutorRun, a utility statement such
- *		as COPY FROM), or at the latest before the transaction commits.
+ *		at the end of the statement (ExecutorRun, ExecutorFinish for
+ *		data-modifying CTEs, a utility statement such as COPY FROM), or at
+ *		the latest before the transaction commits.  It is checked as the
+ *		role that wrote it (a SECURITY DEFINER function's owner, say), and
+ *		the version this transaction wrote is read, or the HOT successor it
+ *		has updated it to (same keys), never one it deleted or replaced.
  *		Query levels keep a row noted by an outer statement from being
  *		checked by a statement that user code (an index expression, say)
  *		runs while the outer row's entries are still being made.  Rows noted
@@ -44,15 +48,21 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/execnodes.h"
 #include "optimizer/cost.h"
 #include "storage/bufmgr.h"
 #include "tcop/utility.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -68,9 +78,12 @@ PG_FUNCTION_INFO_V1(archive_cluster_guard_handler);
 typedef struct AcGuardRow
 {
 	Oid			relid;			/* the tier */
+	Oid			filenumber;		/* its storage then (TRUNCATE changes it) */
 	ItemPointerData tid;		/* the row version written */
 	int			level;			/* query level that wrote it */
 	SubTransactionId subid;		/* subtransaction that wrote it */
+	Oid			userid;			/* who wrote it, as the executor then ran */
+	int			sec_context;
 } AcGuardRow;
 
 static AcGuardRow *ac_rows = NULL;	/* in TopMemoryContext */
@@ -81,7 +94,10 @@ static int	ac_checking = 0;	/* checks running, nested */
 static MemoryContext ac_check_cxt = NULL;
 
 static ExecutorRun_hook_type prev_executor_run = NULL;
+static ExecutorFinish_hook_type prev_executor_finish = NULL;
 static ProcessUtility_hook_type prev_process_utility = NULL;
+
+static bool ac_is_guard(Oid indexid, Oid am);
 
 /* The guard access method's OID, InvalidOid if the extension is not there. */
 static Oid
@@ -90,13 +106,54 @@ ac_guard_am(void)
 	return get_index_am_oid(AC_GUARD_AM, true);
 }
 
-/* Check one row now (tier_unique.c), in memory of its own. */
+/* Keep row, to be checked. */
+static void
+ac_guard_note_row(const AcGuardRow *row)
+{
+	if (ac_nrows == ac_maxrows)
+	{
+		int			n = Max(ac_maxrows * 2, 8);
+
+		if (ac_rows == NULL)
+			ac_rows = MemoryContextAlloc(TopMemoryContext, sizeof(AcGuardRow) * n);
+		else
+			ac_rows = repalloc(ac_rows, sizeof(AcGuardRow) * n);
+		ac_maxrows = n;
+	}
+	ac_rows[ac_nrows++] = *row;
+}
+
+/*
+ * May the row version at tuple be checked?  One this transaction wrote, and
+ * has not deleted or updated since, except by a HOT update, whose newer
+ * version keeps every indexed column (and so every key) and never reaches
+ * the guard itself.  A version replaced otherwise has a successor that did.
+ */
+static bool
+ac_guard_row_current(HeapTupleHeader tuple)
+{
+	if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmin(tuple)))
+		return false;			/* not ours: the line was reused */
+	if ((tuple->t_infomask & HEAP_XMAX_INVALID) ||
+		HEAP_XMAX_IS_LOCKED_ONLY(tuple->t_infomask))
+		return true;
+	if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetUpdateXid(tuple)))
+		return true;			/* a deleter that rolled back */
+	return HeapTupleHeaderIsHotUpdated(tuple);
+}
+
+/*
+ * Check one row now (tier_unique.c), as the role that wrote it, in memory of
+ * its own.  The version is copied: no pin is held while the look-ups wait.
+ */
 static void
 ac_guard_check(const AcGuardRow *row)
 {
 	bool		nested = ac_checking > 0;
 	MemoryContext cxt;
 	MemoryContext old;
+	Oid			save_userid;
+	int			save_sec_context;
 
 	if (nested)
 		cxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster nested guard check",
@@ -106,42 +163,46 @@ ac_guard_check(const AcGuardRow *row)
 		if (ac_check_cxt == NULL)
 			ac_check_cxt = AllocSetContextCreate(TopMemoryContext, "archive_cluster guard check",
 												 ALLOCSET_SMALL_SIZES);
-		MemoryContextReset(ac_check_cxt);
 		cxt = ac_check_cxt;
 	}
 	old = MemoryContextSwitchTo(cxt);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(row->userid, row->sec_context);
 	ac_checking++;
 	PG_TRY();
 	{
 		Relation	rel = try_table_open(row->relid, AccessShareLock);
 
-		if (rel != NULL)
+		if (rel != NULL && ac_rel_number(rel) == row->filenumber)
 		{
 			HeapTupleData tuple;
+			HeapTuple	copy = NULL;
 			Buffer		buffer;
 
-			/*
-			 * The version this transaction wrote, unless it has deleted or
-			 * updated it since (the new version reached the guard itself).
-			 * Pinned, the page keeps the tuple where it is.
-			 */
 			tuple.t_self = row->tid;
-			if (heap_fetch(rel, SnapshotSelf, &tuple, &buffer, false))
+			if (heap_fetch(rel, SnapshotAny, &tuple, &buffer, false))
 			{
-				ac_unique_check_tuple(rel, &tuple);
+				if (ac_guard_row_current(tuple.t_data))
+					copy = heap_copytuple(&tuple);
 				ReleaseBuffer(buffer);
 			}
-			table_close(rel, AccessShareLock);
+			if (copy != NULL)
+				ac_unique_check_tuple(rel, copy);
 		}
+		if (rel != NULL)
+			table_close(rel, AccessShareLock);
 	}
 	PG_FINALLY();
 	{
 		ac_checking--;
+		SetUserIdAndSecContext(save_userid, save_sec_context);
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(old);
 	if (nested)
 		MemoryContextDelete(cxt);
+	else
+		MemoryContextReset(cxt);
 }
 
 /*
@@ -163,29 +224,18 @@ ac_guard_flush(int level)
 		memmove(&ac_rows[first], &ac_rows[first + 1],
 				sizeof(AcGuardRow) * (ac_nrows - first - 1));
 		ac_nrows--;
-		ac_guard_check(&row);
+		PG_TRY();
+		{
+			ac_guard_check(&row);
+		}
+		PG_CATCH();
+		{
+			/* still to be checked, unless its subtransaction rolls back */
+			ac_guard_note_row(&row);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 	}
-}
-
-/* Note a row written to tier relid, to be checked once it is complete. */
-static void
-ac_guard_note(Oid relid, ItemPointer tid)
-{
-	if (ac_nrows == ac_maxrows)
-	{
-		int			n = Max(ac_maxrows * 2, 8);
-
-		if (ac_rows == NULL)
-			ac_rows = MemoryContextAlloc(TopMemoryContext, sizeof(AcGuardRow) * n);
-		else
-			ac_rows = repalloc(ac_rows, sizeof(AcGuardRow) * n);
-		ac_maxrows = n;
-	}
-	ac_rows[ac_nrows].relid = relid;
-	ac_rows[ac_nrows].tid = *tid;
-	ac_rows[ac_nrows].level = ac_level;
-	ac_rows[ac_nrows].subid = GetCurrentSubTransactionId();
-	ac_nrows++;
 }
 
 /* ---- the access method ---- */
@@ -195,18 +245,44 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 				Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
 				IndexInfo *indexInfo)
 {
-	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
+	AcGuardRow	row;
+
+	/*
+	 * Not under the replica role; nor for the rows that CREATE INDEX
+	 * CONCURRENTLY of a guard adds, which were checked when written.
+	 */
+	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ||
+		indexInfo->ii_Concurrent)
 		return false;
 	/* the rows before this one at this level are complete */
 	ac_guard_flush(ac_level);
-	ac_guard_note(RelationGetRelid(heap), heap_tid);
+	row.relid = RelationGetRelid(heap);
+	row.filenumber = ac_rel_number(heap);
+	row.tid = *heap_tid;
+	row.level = ac_level;
+	row.subid = GetCurrentSubTransactionId();
+	GetUserIdAndSecContext(&row.userid, &row.sec_context);
+	ac_guard_note_row(&row);
 	return false;
 }
 
-/* Nothing to build: the index stores nothing. */
+/*
+ * Nothing to build: the index stores nothing.  It must see every row of a
+ * heap table: one plain column, no predicate.
+ */
 static IndexBuildResult *
 ac_guard_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
+	if (heap->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("access method \"%s\" supports heap tables only", AC_GUARD_AM)));
+	if (indexInfo->ii_NumIndexAttrs != 1 || indexInfo->ii_IndexAttrNumbers[0] == 0 ||
+		indexInfo->ii_Predicate != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("an index of access method \"%s\" takes one column, no expression and no WHERE clause",
+						AC_GUARD_AM)));
 	return palloc0(sizeof(IndexBuildResult));
 }
 
@@ -320,14 +396,62 @@ ac_guard_executor_run(AC_EXECUTOR_RUN_PARAMS)
 	PG_END_TRY();
 }
 
+/* Data-modifying CTEs that the query did not read to the end finish here. */
+static void
+ac_guard_executor_finish(QueryDesc *queryDesc)
+{
+	ac_level++;
+	PG_TRY();
+	{
+		if (prev_executor_finish)
+			prev_executor_finish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+		ac_guard_flush(ac_level);
+	}
+	PG_FINALLY();
+	{
+		ac_level--;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * DROP INDEX CONCURRENTLY of a guard would make it stop taking rows in a
+ * transaction of its own before the drop itself could be refused.
+ */
+static void
+ac_guard_refuse_concurrent_drop(Node *stmt)
+{
+	DropStmt   *drop = (DropStmt *) stmt;
+	Oid			am;
+	ListCell   *lc;
+
+	if (!IsA(stmt, DropStmt) || drop->removeType != OBJECT_INDEX || !drop->concurrent ||
+		!OidIsValid(am = ac_guard_am()))
+		return;
+	foreach(lc, drop->objects)
+	{
+		RangeVar   *rv = makeRangeVarFromNameList((List *) lfirst(lc));
+		Oid			indexid = RangeVarGetRelid(rv, NoLock, true);
+
+		if (OidIsValid(indexid) && get_rel_relkind(indexid) == RELKIND_INDEX &&
+			ac_is_guard(indexid, am))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("DROP INDEX CONCURRENTLY does not support indexes of access method \"%s\"",
+							AC_GUARD_AM),
+					 errhint("Use DROP INDEX.")));
+	}
+}
+
 static void
 ac_guard_process_utility(PlannedStmt *pstmt, const char *queryString,
 						 bool readOnlyTree, ProcessUtilityContext context,
 						 ParamListInfo params, QueryEnvironment *queryEnv,
 						 DestReceiver *dest, QueryCompletion *qc)
 {
-	/* complete rows first: the statement may truncate or rewrite a tier */
-	ac_guard_flush(ac_level);
+	ac_guard_refuse_concurrent_drop(pstmt->utilityStmt);
 	ac_level++;
 	PG_TRY();
 	{
@@ -394,6 +518,8 @@ ac_guard_install(void)
 {
 	prev_executor_run = ExecutorRun_hook;
 	ExecutorRun_hook = ac_guard_executor_run;
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = ac_guard_executor_finish;
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = ac_guard_process_utility;
 	RegisterXactCallback(ac_guard_xact_callback, NULL);
@@ -417,6 +543,23 @@ ac_is_guard(Oid indexid, Oid am)
 	return guard;
 }
 
+/* Is guard indexid valid, ready and live (not being dropped concurrently)? */
+static bool
+ac_guard_usable(Oid indexid)
+{
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexid));
+	bool		usable = false;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		Form_pg_index index = (Form_pg_index) GETSTRUCT(tuple);
+
+		usable = index->indisvalid && index->indisready && index->indislive;
+		ReleaseSysCache(tuple);
+	}
+	return usable;
+}
+
 /* Does tier rel have a guard index, ready to be told of new rows? */
 bool
 ac_guard_present(Relation rel)
@@ -431,7 +574,7 @@ ac_guard_present(Relation rel)
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
 	{
-		if (ac_is_guard(lfirst_oid(lc), am))
+		if (ac_is_guard(lfirst_oid(lc), am) && ac_guard_usable(lfirst_oid(lc)))
 		{
 			found = true;
 			break;
