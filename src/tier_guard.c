@@ -18,9 +18,12 @@
  *		in its own tier's unique indexes are in place: of two transactions
  *		writing one key into the two tiers at once, the second to look then
  *		sees the first one's entry.  The executor inserts a row's entries
- *		index by index, in the order of their OIDs, so the guard only notes
- *		the row (its TID) and the row is checked once the executor is done
- *		with it: when the next row reaches a guard at the same query level,
+ *		index by index, in the order of their OIDs.  When the guard comes
+ *		after every unique index of its tier (created after them, as
+ *		registration does), the row is checked at once, as a unique index
+ *		checks each row before the statement writes the next one.  Else
+ *		(a unique index created later) the guard only notes the row (its
+ *		TID) and the row is checked once the executor is done with it: when the next row reaches a guard at the same query level,
  *		at the end of the statement (ExecutorRun, ExecutorFinish for
  *		data-modifying CTEs, a utility statement such as COPY FROM), or at
  *		the latest before the transaction commits.  It is checked as the
@@ -262,7 +265,16 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 	row.level = ac_level;
 	row.subid = GetCurrentSubTransactionId();
 	GetUserIdAndSecContext(&row.userid, &row.sec_context);
-	ac_guard_note_row(&row);
+
+	/*
+	 * Its entries in every unique index of the tier made already (the guard
+	 * came after them): checked now, before the statement changes the next
+	 * row, as a unique index checks each row.  Else once complete.
+	 */
+	if (ac_unique_before_guard(heap, RelationGetRelid(index)))
+		ac_guard_check(&row);
+	else
+		ac_guard_note_row(&row);
 	return false;
 }
 

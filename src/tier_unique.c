@@ -84,6 +84,7 @@ typedef struct AcUniqueEntry
 	int			npairs;
 	AcUniquePair *pairs;
 	Oid			missing;		/* a unique index without counterpart */
+	Oid			last_unique;	/* the highest OID of the tier's unique indexes */
 	TupleDesc	desc;			/* the tier's rows, to read keys from */
 	MemoryContext cxt;			/* pairs, desc and ranges; NULL if none */
 	uint64		fill;			/* which fill of the cache this is */
@@ -176,6 +177,9 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 			AcUniquePair *p = &out->pairs[out->npairs];
 			int			i;
 
+			if (index->rd_index->indisunique && index->rd_index->indislive &&
+				lfirst_oid(lc) > out->last_unique)
+				out->last_unique = lfirst_oid(lc);
 			if (index->rd_index->indisunique && index->rd_index->indisvalid &&
 				index->rd_index->indislive)
 			{
@@ -575,6 +579,17 @@ ac_lock_other(AcUniqueEntry *e)
 	e->locked = e->other;
 	e->locked_lxid = ac_local_xid();
 	e->locked_subid = GetCurrentSubTransactionId();
+}
+
+/*
+ * Does the executor make the entries of tier rel's unique indexes before it
+ * tells guard index "guard" of a row?  It inserts a row's index entries in
+ * the order of the indexes' OIDs.
+ */
+bool
+ac_unique_before_guard(Relation rel, Oid guard)
+{
+	return ac_unique_entry_get(rel)->last_unique < guard;
 }
 
 /* at most this many keys of plain columns are read into the stack */

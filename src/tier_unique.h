@@ -13,5 +13,6 @@
 #include "utils/relcache.h"
 
 extern void ac_unique_check_tuple(Relation rel, HeapTuple tuple);
+extern bool ac_unique_before_guard(Relation rel, Oid guard);
 
 #endif							/* ARCHIVE_CLUSTER_TIER_UNIQUE_H */
