@@ -25,6 +25,7 @@ OBJS = \
 	src/table_mode.o \
 	src/threshold.o \
 	src/tier_indexes.o \
+	src/tier_guard.o \
 	src/tier_unique.o \
 	src/tier_validate.o \
 	src/tiers.o \

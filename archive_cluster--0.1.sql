@@ -58,17 +58,40 @@ GRANT SELECT ON archive_cluster_config TO PUBLIC;
  * view, or DROP TABLE ... CASCADE on one of its tables) is forgotten: its
  * configuration row goes with it, so that the views and runs of the other
  * tables keep working and the name can be registered again.  Whatever table
- * remains keeps its rows.
+ * remains keeps its rows.  In table mode, the guard index of a tier cannot
+ * be dropped alone (DROP INDEX, or DROP COLUMN of the age column): without
+ * it, rows written to the tier would not be checked against the other one.
  */
 CREATE FUNCTION archive_cluster_forget_dropped()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	r record;
 BEGIN
 	DELETE FROM @extschema@.archive_cluster_config c
 	USING pg_event_trigger_dropped_objects() d
 	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
 	  AND d.objid IN (c.relation, c.current_table, c.archive_table);
+	-- only for a command that drops an index (DROP INDEX, DROP COLUMN, ...)
+	IF NOT EXISTS (SELECT FROM pg_event_trigger_dropped_objects() d WHERE d.object_type = 'index') THEN
+		RETURN;
+	END IF;
+	SELECT tier::regclass AS tier INTO r
+	FROM @extschema@.archive_cluster_config c,
+		 unnest(ARRAY[c.current_table, c.archive_table]) AS tier
+	WHERE c.mode = 'table'
+	  AND NOT EXISTS (SELECT FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+					  JOIN pg_am am ON am.oid = ic.relam
+					  WHERE i.indrelid = tier AND am.amname = 'archive_cluster_guard'
+					    AND i.indisvalid AND i.indisready AND i.indislive)
+	LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'cannot drop the archive_cluster_guard index of %', r.tier
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = 'It keeps the unique indexes of a table registered in table mode unique across the table and its archive.',
+				  HINT = 'Unregister the table with archive_cluster_unregister() first.';
+	END IF;
 END
 $$;
 REVOKE ALL ON FUNCTION archive_cluster_forget_dropped() FROM PUBLIC;
@@ -211,26 +234,32 @@ AS 'MODULE_PATHNAME', 'archive_cluster_view_trigger'
 LANGUAGE C;
 
 /*
- * Table mode: keeps every unique index of <t> unique across <t> and
- * <t>_archive.  Both carry AFTER INSERT and AFTER UPDATE row triggers whose
- * WHEN condition, archive_cluster_unique_check_row(NEW) or (OLD, NEW),
- * checks each row as it is written and returns false; the trigger function
- * does the same check if fired without it.
+ * Table mode: every unique index of <t> holds across <t> and <t>_archive.
+ * Each tier has an index of access method archive_cluster_guard on its age
+ * column: it stores nothing and is never scanned, but every row written to
+ * the tier reaches it, and is checked against the other tier once the
+ * executor is done with it.  Its operator class takes any type and has no
+ * operators.
+ */
+CREATE FUNCTION archive_cluster_guard_handler(internal)
+RETURNS index_am_handler
+AS 'MODULE_PATHNAME', 'archive_cluster_guard_handler'
+LANGUAGE C;
+
+CREATE ACCESS METHOD archive_cluster_guard TYPE INDEX HANDLER archive_cluster_guard_handler;
+
+CREATE OPERATOR CLASS archive_cluster_guard_ops
+	DEFAULT FOR TYPE anyelement USING archive_cluster_guard AS STORAGE anyelement;
+
+/*
+ * The BEFORE ROW trigger that archive_cluster adds to the statement's own
+ * triggers of an INSERT ... ON CONFLICT into a table in table mode
+ * (on_conflict.c); it refuses any other use.
  */
 CREATE FUNCTION archive_cluster_unique_check()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'archive_cluster_unique_check'
 LANGUAGE C;
-
-CREATE FUNCTION archive_cluster_unique_check_row(new record)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'archive_cluster_unique_check_row'
-LANGUAGE C STRICT;
-
-CREATE FUNCTION archive_cluster_unique_check_row(old record, new record)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'archive_cluster_unique_check_row'
-LANGUAGE C STRICT;
 
 /* Writes the rows INSERTed through a registered view at the end of each statement. */
 CREATE FUNCTION archive_cluster_view_flush()

@@ -10,8 +10,10 @@
  *		shared_preload_libraries, a launcher and a bounded pool of short-lived
  *		workers archive by themselves (pool.c, launcher.c, worker.c).  Row locks through a
  *		registered view are refused in any session that loaded the library
- *		(row_locks.c), and INSERT ... ON CONFLICT on a table registered in
- *		table mode looks for conflicts among archived rows (on_conflict.c).
+ *		(row_locks.c); in table mode, rows written to a tier are checked
+ *		against the other tier once the executor is done with them
+ *		(tier_guard.c), and INSERT ... ON CONFLICT looks for conflicts among
+ *		archived rows (on_conflict.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +28,7 @@
 #include "on_conflict.h"
 #include "pool.h"
 #include "row_locks.h"
+#include "tier_guard.h"
 #include "utility.h"
 
 PG_MODULE_MAGIC;
@@ -39,6 +42,7 @@ _PG_init(void)
 	/* in every session that loads the library, preloaded or not */
 	ac_row_locks_install();
 	ac_on_conflict_install();
+	ac_guard_install();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		ac_pool_init_hooks();

@@ -214,4 +214,16 @@ ac_expanded_view(RangeTblEntry *rte)
 #define ac_local_xid() (MyProc->lxid)
 #endif
 
+/*
+ * ExecutorRun (and its hook) lost the "execute_once" argument in 18.
+ */
+#if PG_VERSION_NUM >= 180000
+#define AC_EXECUTOR_RUN_PARAMS QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define AC_EXECUTOR_RUN_ARGS queryDesc, direction, count
+#else
+#define AC_EXECUTOR_RUN_PARAMS QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
+	bool execute_once
+#define AC_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
+#endif
+
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

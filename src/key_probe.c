@@ -10,13 +10,11 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/relscan.h"
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "access/xact.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -111,44 +109,6 @@ ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 	found = ac_key_find(rel, idx, eqprocs, nkeys, keyv, keyn, nulls_equal, slot);
 	ExecDropSingleTupleTableSlot(slot);
 	/* keep the locks until the end of the transaction, as a scan would */
-	index_close(idx, NoLock);
-	table_close(rel, NoLock);
-	return found;
-}
-
-/*
- * Has the current transaction (or one of its subtransactions) written a row
- * version with these key values to heap?  Scans its key index with
- * SnapshotAny, every version of each row.
- */
-bool
-ac_key_written_here(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
-					Datum *keyv, bool *keyn)
-{
-	Relation	rel;
-	Relation	idx;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	ScanKeyData skeys[INDEX_MAX_KEYS];
-	bool		found = false;
-
-	rel = table_open(heapid, AccessShareLock);
-	idx = index_open(indexid, AccessShareLock);
-	ac_key_scankeys(idx, eqprocs, nkeys, keyv, keyn, skeys);
-	slot = table_slot_create(rel, NULL);
-	scan = ac_index_beginscan(rel, idx, SnapshotAny, nkeys, 0);
-	index_rescan(scan, skeys, nkeys, NULL, 0);
-	while (!found && index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		bool		shouldfree;
-		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &shouldfree);
-
-		found = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmin(tuple->t_data));
-		if (shouldfree)
-			heap_freetuple(tuple);
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
 	index_close(idx, NoLock);
 	table_close(rel, NoLock);
 	return found;

@@ -17,7 +17,5 @@ extern bool ac_key_find(Relation rel, Relation idx, const Oid *eqprocs, int nkey
 						Datum *keyv, bool *keyn, bool nulls_equal, TupleTableSlot *slot);
 extern bool ac_key_exists(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
 						  Datum *keyv, bool *keyn, bool nulls_equal);
-extern bool ac_key_written_here(Oid heapid, Oid indexid, const Oid *eqprocs, int nkeys,
-								Datum *keyv, bool *keyn);
 
 #endif							/* ARCHIVE_CLUSTER_KEY_PROBE_H */

@@ -80,6 +80,7 @@
 #include "mover.h"
 #include "table_mode.h"
 #include "threshold.h"
+#include "tier_guard.h"
 #include "tiers.h"
 
 /* rows handed to table_multi_insert() at a time */
@@ -629,6 +630,8 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	InitResultRelInfo(m.rri, m.arc, 0, NULL, 0);
 	/* careful: unique indexes are probed as for ON CONFLICT */
 	ExecOpenIndices(m.rri, careful);
+	/* rows moved keep their keys: no cross-tier check (table mode) */
+	ac_guard_leave_out(m.rri);
 	if (careful)
 	{
 		m.checks = ac_archive_checks_begin(m.rri, m.estate);

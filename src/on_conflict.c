@@ -38,41 +38,47 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_trigger.h"
+#include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parse_func.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "on_conflict.h"
+#include "tier_guard.h"
 
-/* the name of the cross-tier trigger that registration puts on <t> */
-#define AC_UNIQUE_TRIGGER "archive_cluster_unique"
 /* the name of the trigger added to ON CONFLICT statements */
 #define AC_CONFLICT_TRIGGER "archive_cluster_on_conflict"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
-/* The trigger function of <t>'s cross-tier trigger, or InvalidOid. */
+/*
+ * archive_cluster_unique_check(), the function of the trigger added, found
+ * in the schema of the guard's handler; InvalidOid if not there.
+ */
 static Oid
-ac_unique_trigger_function(TriggerDesc *trigdesc, char *enabled)
+ac_unique_check_function(void)
 {
-	int			i;
+	Oid			am = get_index_am_oid(AC_GUARD_AM, true);
+	HeapTuple	tuple;
+	Oid			nsp;
 
-	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
-	{
-		Trigger    *trig = &trigdesc->triggers[i];
-
-		if (strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0 &&
-			TRIGGER_FOR_ROW(trig->tgtype) && TRIGGER_FOR_AFTER(trig->tgtype) &&
-			TRIGGER_FOR_INSERT(trig->tgtype) && trig->tgenabled != TRIGGER_DISABLED)
-		{
-			*enabled = trig->tgenabled;
-			return trig->tgfoid;
-		}
-	}
-	return InvalidOid;
+	if (!OidIsValid(am))
+		return InvalidOid;
+	tuple = SearchSysCache1(AMOID, ObjectIdGetDatum(am));
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	nsp = get_func_namespace(((Form_pg_am) GETSTRUCT(tuple))->amhandler);
+	ReleaseSysCache(tuple);
+	return LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
+									 makeString("archive_cluster_unique_check")),
+						  0, NULL, true);
 }
 
 /*
@@ -84,17 +90,31 @@ ac_unique_trigger_function(TriggerDesc *trigdesc, char *enabled)
  * UPDATE on <t>).
  */
 static bool
-ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
-						OnConflictAction action, EState *estate)
+ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, OnConflictAction action,
+						EState *estate)
 {
 	TriggerDesc *td = rri->ri_TrigDesc;
-	int			n = td->numtriggers;
+	int			n;
 	Trigger    *trig;
 	ListCell   *lc;
 	int			i;
 
+	if (td == NULL)
+	{
+		/* no trigger of the table's own: the executor's state, empty */
+		td = palloc0(sizeof(TriggerDesc));
+		td->triggers = palloc0(sizeof(Trigger));
+		rri->ri_TrigDesc = td;
+		rri->ri_TrigFunctions = palloc0(sizeof(FmgrInfo));
+		rri->ri_TrigWhenExprs = palloc0(sizeof(ExprState *));
+		if (estate->es_instrument)
+			rri->ri_TrigInstrument = InstrAlloc(1, estate->es_instrument, false);
+	}
+	n = td->numtriggers;
+
 	/* a plan node reached twice (a CTE is also among es_subplanstates) */
-	if (strcmp(td->triggers[n - 1].tgname, AC_CONFLICT_TRIGGER) == 0)
+	if (n > 0 && td->triggers[n - 1].tgisinternal && td->triggers[n - 1].tgfoid == fnoid &&
+		strcmp(td->triggers[n - 1].tgname, AC_CONFLICT_TRIGGER) == 0)
 		return false;
 
 	td->triggers = repalloc(td->triggers, sizeof(Trigger) * (n + 1));
@@ -103,7 +123,7 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 	trig->tgname = pstrdup(AC_CONFLICT_TRIGGER);
 	trig->tgfoid = fnoid;
 	trig->tgtype = TRIGGER_TYPE_ROW | TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_INSERT;
-	trig->tgenabled = enabled;	/* fires when the AFTER trigger does */
+	trig->tgenabled = TRIGGER_FIRES_ON_ORIGIN;	/* not under replica, as the guard */
 	trig->tgisinternal = true;
 	trig->tgnargs = 2 + list_length(rri->ri_onConflictArbiterIndexes);
 	trig->tgargs = palloc(sizeof(char *) * trig->tgnargs);
@@ -120,7 +140,7 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 	memset(&rri->ri_TrigFunctions[n], 0, sizeof(FmgrInfo));
 	rri->ri_TrigWhenExprs = repalloc(rri->ri_TrigWhenExprs, sizeof(ExprState *) * (n + 1));
 	rri->ri_TrigWhenExprs[n] = NULL;
-	if (rri->ri_TrigInstrument != NULL)
+	if (rri->ri_TrigInstrument != NULL && n > 0)
 	{
 		Instrumentation *instr = InstrAlloc(n + 1, estate->es_instrument, false);
 
@@ -128,15 +148,9 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, char enabled,
 		rri->ri_TrigInstrument = instr;
 	}
 
-	/*
-	 * Rows are brought back into <t> (the parent of the two), by a trigger
-	 * that fires under the session's replication role.
-	 */
-	if (action != ONCONFLICT_UPDATE || !rri->ri_RelationDesc->rd_rel->relhassubclass)
-		return false;
-	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
-		return enabled == TRIGGER_FIRES_ON_REPLICA || enabled == TRIGGER_FIRES_ALWAYS;
-	return enabled == TRIGGER_FIRES_ON_ORIGIN || enabled == TRIGGER_FIRES_ALWAYS;
+	/* rows are brought back into <t> (the parent of the two), unless replica */
+	return action == ONCONFLICT_UPDATE && rri->ri_RelationDesc->rd_rel->relhassubclass &&
+		SessionReplicationRole != SESSION_REPLICATION_ROLE_REPLICA;
 }
 
 /* What the walk over a statement's plan found. */
@@ -162,12 +176,11 @@ ac_on_conflict_walker(PlanState *ps, void *context)
 			mt->mt_nrels == 1)
 		{
 			ResultRelInfo *rri = mt->resultRelInfo;
-			char		enabled = TRIGGER_FIRES_ON_ORIGIN;
-			Oid			fnoid = ac_unique_trigger_function(rri->ri_TrigDesc, &enabled);
+			Oid			fnoid;
 
-			if (OidIsValid(fnoid) &&
-				ac_add_conflict_trigger(rri, fnoid, enabled, node->onConflictAction,
-										walk->estate))
+			if (ac_guard_present(rri->ri_RelationDesc) &&
+				OidIsValid(fnoid = ac_unique_check_function()) &&
+				ac_add_conflict_trigger(rri, fnoid, node->onConflictAction, walk->estate))
 				walk->brings_back = true;
 		}
 	}

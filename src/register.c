@@ -614,10 +614,10 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 
 	if (table_mode)
 	{
+		table_close(rel, NoLock);	/* CREATE INDEX needs it closed */
 		ac_switch_to_owner(relid, &save_userid, &save_sec_context, &save_nestlevel);
-		arcid = ac_table_mode_create(rel, arcname);
+		arcid = ac_table_mode_create(relid, arcname, age_column);
 		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
-		table_close(rel, NoLock);
 		ac_record_config(relid, relid, arcid, arr, age_column, hot_window, batch_rows,
 						 save_userid, "table");
 		SPI_finish();
@@ -735,10 +735,11 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 
 	if (cfg.table_mode)
 	{
+		/* first: unregistered, the tiers may lose their guard indexes */
+		ac_forget_config(relid);
 		ac_switch_to_owner(relid, &save_userid, &save_sec_context, &save_nestlevel);
 		moved = ac_table_mode_remove(&cfg);
 		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
-		ac_forget_config(relid);
 		SPI_finish();
 		PG_RETURN_INT64((int64) moved);
 	}

@@ -12,8 +12,9 @@
  *		The archive has the columns of <t> (inheritance), its defaults,
  *		CHECK and NOT NULL constraints, indexes and outgoing foreign keys,
  *		and no privileges: statements on <t> reach its rows with <t>'s.
- *		Both tiers get the trigger that keeps <t>'s unique indexes unique
- *		across them (tier_unique.c).
+ *		Both tiers get a guard index on the age column, which has each row
+ *		written to them checked against the other tier, so that <t>'s
+ *		unique indexes hold across both (tier_guard.c, tier_unique.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +23,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_trigger.h"
+#include "commands/defrem.h"
 #include "commands/tablespace.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -33,46 +35,27 @@
 #include "archive_cluster.h"
 #include "constraints.h"
 #include "table_mode.h"
+#include "tier_guard.h"
 #include "tier_indexes.h"
 
-#define AC_UNIQUE_TRIGGER "archive_cluster_unique"
-#define AC_UNIQUE_UPDATE_TRIGGER "archive_cluster_unique_update"
-
-/* Is trigger trig of a tier one of the cross-tier triggers? */
-static bool
-ac_is_unique_trigger(Trigger *trig)
-{
-	return strcmp(trig->tgname, AC_UNIQUE_TRIGGER) == 0 ||
-		strcmp(trig->tgname, AC_UNIQUE_UPDATE_TRIGGER) == 0;
-}
-
 /*
- * Error out unless tier rel has the cross-tier trigger name for event
- * (TRIGGER_TYPE_INSERT or _UPDATE), enabled (ALTER TABLE ... DISABLE
- * TRIGGER USER disables it too).
+ * Error out unless tier rel has its guard index, which has the rows written
+ * to it checked against the other tier (tier_guard.c).
  */
 static void
-ac_check_unique_trigger(Relation rel, const char *name, int16 event)
+ac_check_guard(Relation rel)
 {
-	TriggerDesc *trigdesc = rel->trigdesc;
-	int			i;
-
-	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
-	{
-		Trigger    *trig = &trigdesc->triggers[i];
-
-		if (strcmp(trig->tgname, name) == 0 &&
-			TRIGGER_FOR_ROW(trig->tgtype) && TRIGGER_FOR_AFTER(trig->tgtype) &&
-			(trig->tgtype & event) != 0 && trig->tgenabled != TRIGGER_DISABLED)
-			return;
-	}
+	if (ac_guard_present(rel))
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("trigger \"%s\" of \"%s\" is missing or disabled",
-					name, RelationGetRelationName(rel)),
-			 errdetail("It keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
-			 errhint("Enable it with ALTER TABLE ... ENABLE TRIGGER %s, and look for duplicates written while it was not.",
-					 name)));
+			 errmsg("\"%s\" has no index of access method %s",
+					RelationGetRelationName(rel), AC_GUARD_AM),
+			 errdetail("Its index on the age column keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
+			 errhint("Create it again with CREATE INDEX ON %s USING %s (<age column>), and look for duplicates written while it was missing.",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)),
+					 AC_GUARD_AM)));
 }
 
 /*
@@ -90,17 +73,14 @@ ac_table_mode_check(Relation rel, Relation archive, bool registering)
 	ac_check_tier_indexes(rel, archive, registering);
 	if (!registering)
 	{
-		ac_check_unique_trigger(rel, AC_UNIQUE_TRIGGER, TRIGGER_TYPE_INSERT);
-		ac_check_unique_trigger(rel, AC_UNIQUE_UPDATE_TRIGGER, TRIGGER_TYPE_UPDATE);
-		ac_check_unique_trigger(archive, AC_UNIQUE_TRIGGER, TRIGGER_TYPE_INSERT);
-		ac_check_unique_trigger(archive, AC_UNIQUE_UPDATE_TRIGGER, TRIGGER_TYPE_UPDATE);
+		ac_check_guard(rel);
+		ac_check_guard(archive);
 	}
 	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
 	{
 		Trigger    *trig = &trigdesc->triggers[i];
 
-		if (trig->tgisinternal || !TRIGGER_FOR_ROW(trig->tgtype) ||
-			ac_is_unique_trigger(trig))
+		if (trig->tgisinternal || !TRIGGER_FOR_ROW(trig->tgtype))
 			continue;
 		ereport(ERROR,
 				(errcode(registering ? ERRCODE_FEATURE_NOT_SUPPORTED :
@@ -117,47 +97,49 @@ ac_table_mode_check(Relation rel, Relation archive, bool registering)
 }
 
 /*
- * The cross-tier triggers on relation qrel: the check is their WHEN
- * condition, made as each row is written (tier_unique.c).
+ * The guard index of tier relid (tier_guard.c), on column agecol: named as
+ * PostgreSQL names indexes, with the access method's name as its label.
  */
 static void
-ac_create_unique_triggers(const char *qrel)
+ac_create_guard(Oid relid, const char *agecol)
 {
-	const char *checkrow = ac_extension_object("archive_cluster_unique_check_row");
-	const char *function = ac_extension_object("archive_cluster_unique_check");
+	Oid			nsp = get_rel_namespace(relid);
+	char	   *relname = get_rel_name(relid);
+	char	   *name = ChooseRelationName(relname, agecol, AC_GUARD_AM, nsp, false);
 
-	ac_spi_exec(psprintf("CREATE OR REPLACE TRIGGER " AC_UNIQUE_TRIGGER
-						 " AFTER INSERT ON %s FOR EACH ROW WHEN (%s(NEW)) EXECUTE FUNCTION %s()",
-						 qrel, checkrow, function),
-				SPI_OK_UTILITY);
-	ac_spi_exec(psprintf("CREATE OR REPLACE TRIGGER " AC_UNIQUE_UPDATE_TRIGGER
-						 " AFTER UPDATE ON %s FOR EACH ROW WHEN (%s(OLD, NEW)) EXECUTE FUNCTION %s()",
-						 qrel, checkrow, function),
+	ac_spi_exec(psprintf("CREATE INDEX %s ON %s USING %s (%s)",
+						 quote_identifier(name),
+						 quote_qualified_identifier(get_namespace_name(nsp), relname),
+						 quote_identifier(AC_GUARD_AM), quote_identifier(agecol)),
 				SPI_OK_UTILITY);
 }
 
 static void
-ac_drop_unique_triggers(const char *qrel)
+ac_drop_guards(List *guards)
 {
-	ac_spi_exec(psprintf("DROP TRIGGER IF EXISTS " AC_UNIQUE_TRIGGER " ON %s", qrel),
-				SPI_OK_UTILITY);
-	ac_spi_exec(psprintf("DROP TRIGGER IF EXISTS " AC_UNIQUE_UPDATE_TRIGGER " ON %s", qrel),
-				SPI_OK_UTILITY);
+	ListCell   *lc;
+
+	foreach(lc, guards)
+		ac_spi_exec(psprintf("DROP INDEX %s",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
+														get_rel_name(lfirst_oid(lc)))),
+					SPI_OK_UTILITY);
 }
 
 /*
- * Create <t>_archive (qualified name qarc) for table rel as its
- * inheritance child, and the triggers.  Runs as the table's owner, rel
- * locked ACCESS EXCLUSIVE.  Returns the archive's OID.
+ * Create <t>_archive for table relid as its inheritance child, and the
+ * guard indexes of both on the age column agecol.  Runs as the table's
+ * owner, relid locked ACCESS EXCLUSIVE.  Returns the archive's OID.
  */
 Oid
-ac_table_mode_create(Relation rel, const char *arcname)
+ac_table_mode_create(Oid relid, const char *arcname, const char *agecol)
 {
-	Oid			nsp = RelationGetNamespace(rel);
-	Oid			tablespace = rel->rd_rel->reltablespace;
+	Oid			nsp = get_rel_namespace(relid);
+	Oid			tablespace = get_rel_tablespace(relid);
 	char	   *nspname = get_namespace_name(nsp);
-	char	   *qrel = quote_qualified_identifier(nspname, RelationGetRelationName(rel));
+	char	   *qrel = quote_qualified_identifier(nspname, get_rel_name(relid));
 	char	   *qarc = quote_qualified_identifier(nspname, arcname);
+	Oid			arcid;
 
 	ac_spi_exec(psprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS"
 						 " INCLUDING INDEXES INCLUDING STORAGE INCLUDING COMPRESSION"
@@ -166,16 +148,19 @@ ac_table_mode_create(Relation rel, const char *arcname)
 						 OidIsValid(tablespace) ? " TABLESPACE " : "",
 						 OidIsValid(tablespace) ? quote_identifier(get_tablespace_name(tablespace)) : ""),
 				SPI_OK_UTILITY);
-	ac_copy_foreign_keys(RelationGetRelid(rel), qarc);
+	ac_copy_foreign_keys(relid, qarc);
 	ac_spi_exec(psprintf("ALTER TABLE %s INHERIT %s", qarc, qrel), SPI_OK_UTILITY);
-	ac_create_unique_triggers(qrel);
-	ac_create_unique_triggers(qarc);
 	CommandCounterIncrement();
-	return get_relname_relid(arcname, nsp);
+	arcid = get_relname_relid(arcname, nsp);
+	ac_create_guard(relid, agecol);
+	ac_create_guard(arcid, agecol);
+	CommandCounterIncrement();
+	return arcid;
 }
 
 /*
- * Undo table mode for cfg: the triggers and the inheritance go, the
+ * Undo table mode for cfg (its configuration forgotten already): the guard
+ * indexes and the inheritance go, the
  * archived rows go back into <t> with one INSERT (table mode refuses
  * row-level triggers of the user, so none fires; statement-level INSERT
  * triggers of <t> fire once), and the archive is dropped.  Runs as the
@@ -192,6 +177,7 @@ ac_table_mode_remove(AcTableConfig *cfg)
 	TupleDesc	desc = RelationGetDescr(rel);
 	StringInfoData cols;
 	bool		always = false;
+	List	   *guards;
 	uint64		moved;
 	int			i;
 
@@ -208,11 +194,11 @@ ac_table_mode_remove(AcTableConfig *cfg)
 		appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
 						 quote_identifier(NameStr(att->attname)));
 	}
+	guards = list_concat(ac_guard_indexes(rel), ac_guard_indexes(arc));
 	table_close(arc, NoLock);
 	table_close(rel, NoLock);
 
-	ac_drop_unique_triggers(qrel);
-	ac_drop_unique_triggers(qarc);
+	ac_drop_guards(guards);
 	ac_spi_exec(psprintf("ALTER TABLE %s NO INHERIT %s", qarc, qrel), SPI_OK_UTILITY);
 	ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
 						 qrel, cols.data, always ? " OVERRIDING SYSTEM VALUE" : "",

@@ -12,7 +12,7 @@
 #include "archive_cluster.h"
 
 extern void ac_table_mode_check(Relation rel, Relation archive, bool registering);
-extern Oid	ac_table_mode_create(Relation rel, const char *arcname);
+extern Oid	ac_table_mode_create(Oid relid, const char *arcname, const char *agecol);
 extern uint64 ac_table_mode_remove(AcTableConfig *cfg);
 
 #endif							/* ARCHIVE_CLUSTER_TABLE_MODE_H */

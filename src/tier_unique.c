@@ -5,38 +5,25 @@
  *		inheritance child <t>_archive, each of whose indexes sees its own
  *		rows only.
  *
- *		Both tiers carry two AFTER ROW triggers (archive_cluster_unique for
- *		INSERT, archive_cluster_unique_update for UPDATE) whose WHEN
- *		condition, archive_cluster_unique_check_row(NEW) or (OLD, NEW),
- *		does the check at once, as each row is written, and returns false:
- *		no trigger event is queued, no row fetched again, and COPY keeps its
- *		multi-row inserts.  After a row is written to one tier (its own
- *		unique indexes already checked and its entries in place), its key in
- *		each unique index is looked up in the counterpart index of the other
- *		tier with a dirty snapshot, waiting for a writer in progress as a
- *		unique index does (key_probe.c); a row found there is a duplicate:
- *		the statement fails with the error a unique index of a plain table
- *		gives, naming <t>'s index.  Of two transactions writing one key into
- *		the two tiers at once, the second to look sees the first one's row.
- *		A run moving a key from <t> to the archive while a new row with that
- *		key is inserted into <t> is seen too: the insert waits on <t>'s own
- *		unique index for the run's delete to commit, and the check, made
- *		after that, finds the key in the archive.
+ *		Each row written to a tier reaches the tier's guard index
+ *		(tier_guard.c), which has it checked here once its entries in the
+ *		tier's own unique indexes are in place: its key in each unique index
+ *		is looked up in the counterpart index of the other tier with a dirty
+ *		snapshot, waiting for a writer in progress as a unique index does
+ *		(key_probe.c); a row found there is a duplicate: the statement fails
+ *		with the error a unique index of a plain table gives, naming <t>'s
+ *		index.  Of two transactions writing one key into the two tiers at
+ *		once, the second to look sees the first one's entry.  A run moving a
+ *		key from <t> to the archive while a new row with that key is
+ *		inserted into <t> is seen too: the insert waits on <t>'s own unique
+ *		index for the run's delete to commit, and the check, made after
+ *		that, finds the key in the archive.
  *
  *		Cheap where it can be: a key of plain columns is read from the row
- *		directly; an UPDATE that keeps a key is not looked up; a key written
- *		to <t> beyond the archive's largest key is not looked up
- *		(key_range.c).  The trigger function archive_cluster_unique_check()
- *		does the same check if fired (by a trigger without the WHEN
- *		condition), and serves as the BEFORE trigger that on_conflict.c adds
- *		to INSERT ... ON CONFLICT statements.
- *
- *		archive_cluster_unique_check_row() can be called by anyone with a
- *		row of a registered table's type: a key is looked up for a caller
- *		with INSERT (UPDATE) privilege on <t>, or who has written the key to
- *		that tier in the current transaction (an insert through a view
- *		owned by another role), and refused to anyone else, who could learn
- *		from it which keys are archived.
+ *		directly, and a key written to <t> beyond the archive's largest key
+ *		is not looked up (key_range.c).  The trigger function
+ *		archive_cluster_unique_check() serves as the BEFORE trigger that
+ *		on_conflict.c adds to INSERT ... ON CONFLICT statements.
  *
  *-------------------------------------------------------------------------
  */
@@ -57,24 +44,21 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
-#include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/rls.h"
 
 #include "archive_cluster.h"
 #include "compat.h"
 #include "key_probe.h"
 #include "key_range.h"
 #include "tier_indexes.h"
+#include "tier_unique.h"
 #include "unarchive.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_unique_check);
-PG_FUNCTION_INFO_V1(archive_cluster_unique_check_row);
 
 /* A unique index of a tier and its counterpart on the other tier. */
 typedef struct AcUniquePair
@@ -100,9 +84,13 @@ typedef struct AcUniqueEntry
 	int			npairs;
 	AcUniquePair *pairs;
 	Oid			missing;		/* a unique index without counterpart */
+	Oid			last_unique;	/* the highest OID of the tier's unique indexes */
 	TupleDesc	desc;			/* the tier's rows, to read keys from */
 	MemoryContext cxt;			/* pairs, desc and ranges; NULL if none */
 	uint64		fill;			/* which fill of the cache this is */
+	Oid			locked;			/* the other tier, locked in this */
+	LocalTransactionId locked_lxid; /* (sub)transaction */
+	SubTransactionId locked_subid;
 } AcUniqueEntry;
 
 static HTAB *ac_unique_cache = NULL;
@@ -189,6 +177,9 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 			AcUniquePair *p = &out->pairs[out->npairs];
 			int			i;
 
+			if (index->rd_index->indisunique && index->rd_index->indislive &&
+				lfirst_oid(lc) > out->last_unique)
+				out->last_unique = lfirst_oid(lc);
 			if (index->rd_index->indisunique && index->rd_index->indisvalid &&
 				index->rd_index->indislive)
 			{
@@ -337,24 +328,6 @@ ac_index_key(Relation index, TupleTableSlot *slot, EState *estate,
 	return true;
 }
 
-/* Are two keys of one index the same bytes? */
-static bool
-ac_same_key(Relation index, int nkeys, Datum *a, bool *an, Datum *b, bool *bn)
-{
-	TupleDesc	desc = RelationGetDescr(index);
-	int			i;
-
-	for (i = 0; i < nkeys; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (an[i] != bn[i] ||
-			(!an[i] && !datumIsEqual(a[i], b[i], att->attbyval, att->attlen)))
-			return false;
-	}
-	return true;
-}
-
 /* The cross-tier duplicate error, as a unique index of a plain table gives it. */
 static void
 ac_unique_violation(AcUniqueEntry *e, AcUniquePair *p, Datum *values, bool *isnull,
@@ -383,52 +356,29 @@ typedef struct AcRowKey
 
 /*
  * The row's key in pair p into *key; false if it needs no look-up: the row
- * is not in the index (partial), a NULL matches nothing, or an UPDATE kept
- * the key.  Values in estate's per-tuple memory.
+ * is not in the index (partial), or a NULL matches nothing.  Values in
+ * estate's per-tuple memory.
  */
 static bool
-ac_row_key(AcUniquePair *p, TupleTableSlot *newslot, TupleTableSlot *oldslot,
-		   EState *estate, AcRowKey *key)
+ac_row_key(AcUniquePair *p, TupleTableSlot *slot, EState *estate, AcRowKey *key)
 {
 	Relation	index = index_open(p->own, AccessShareLock);
-	Datum		oldvalues[INDEX_MAX_KEYS];
-	bool		oldisnull[INDEX_MAX_KEYS];
 	bool		needed;
 	int			i;
 
 	key->pair = p;
-	needed = ac_index_key(index, newslot, estate, key->values, key->isnull) &&
-		!(oldslot != NULL &&
-		  ac_index_key(index, oldslot, estate, oldvalues, oldisnull) &&
-		  ac_same_key(index, p->nkeys, key->values, key->isnull, oldvalues, oldisnull));
+	needed = ac_index_key(index, slot, estate, key->values, key->isnull);
 	for (i = 0; i < p->nkeys && needed && !p->nulls_equal; i++)
 		needed = !key->isnull[i];
 	index_close(index, AccessShareLock);
 	return needed;
 }
 
-/*
- * Look up the keys of a row written to tier e->relid in the other tier.
- * Unless trusted (the caller may read and write <t>, without row
- * security), a key is looked up only if this transaction has written it to
- * the row's tier.
- */
+/* Look up the keys of a row written to tier e->relid in the other tier. */
 static void
-ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys, bool trusted)
+ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys)
 {
 	int			i;
-
-	for (i = 0; i < nkeys && !trusted; i++)
-	{
-		AcUniquePair *p = keys[i].pair;
-
-		if (!ac_key_written_here(e->relid, p->own, p->eqprocs, p->nkeys,
-								 keys[i].values, keys[i].isnull))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for table %s", get_rel_name(e->parent)),
-					 errdetail("archive_cluster_unique_check_row() looks up the keys of a row written by the current transaction only.")));
-	}
 
 	/*
 	 * A row written to the archive: <t>'s cached bounds of the archive's keys
@@ -448,14 +398,12 @@ ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys, bool trusted)
 }
 
 /*
- * Check the pairs of e marked in need (all if need is NULL) for a row
- * written to tier e->relid: newslot, and for an UPDATE oldslot, the row
- * before, keys computed as the index computes them; and the ngiven keys
- * already read from the row, looked up with them.
+ * Check the pairs of e marked in need (all if need is NULL) for the row in
+ * slot, written to tier e->relid, keys computed as the index computes them;
+ * and the ngiven keys already read from the row, looked up with them.
  */
 static void
-ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
-			 TupleTableSlot *oldslot, bool trusted, AcRowKey *given, int ngiven)
+ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *slot, AcRowKey *given, int ngiven)
 {
 	EState	   *estate = CreateExecutorState();
 	AcRowKey   *keys = palloc(sizeof(AcRowKey) * (e->npairs + ngiven + 1));
@@ -466,37 +414,27 @@ ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *newslot,
 		keys[nkeys++] = given[i];
 	for (i = 0; i < e->npairs; i++)
 		if ((need == NULL || need[i]) &&
-			ac_row_key(&e->pairs[i], newslot, oldslot, estate, &keys[nkeys]))
+			ac_row_key(&e->pairs[i], slot, estate, &keys[nkeys]))
 			nkeys++;
-	ac_check_keys(e, keys, nkeys, trusted);
+	ac_check_keys(e, keys, nkeys);
 	FreeExecutorState(estate);
 }
 
 /*
- * ac_check_row() for a row given as heap tuples (oldtup NULL for an
- * INSERT), with a copy of entry e: user code run by an index expression
- * may fill the cached entry again.
+ * ac_check_row() for a row given as a heap tuple, with a copy of entry e:
+ * user code run by an index expression may fill the cached entry again.
  */
 static void
-ac_check_slots(AcUniqueEntry *e, bool *need, HeapTuple newtup, HeapTuple oldtup,
-			   bool trusted, AcRowKey *given, int ngiven)
+ac_check_tuple_slot(AcUniqueEntry *e, bool *need, HeapTuple tuple, AcRowKey *given, int ngiven)
 {
 	Relation	rel = table_open(e->relid, AccessShareLock);
 	AcUniqueEntry *copy = ac_unique_entry_copy(e);
-	TupleTableSlot *newslot;
-	TupleTableSlot *oldslot = NULL;
+	TupleTableSlot *slot;
 
-	newslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(newtup, newslot, false);
-	if (oldtup != NULL)
-	{
-		oldslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-		ExecStoreHeapTuple(oldtup, oldslot, false);
-	}
-	ac_check_row(copy, need, newslot, oldslot, trusted, given, ngiven);
-	if (oldslot)
-		ExecDropSingleTupleTableSlot(oldslot);
-	ExecDropSingleTupleTableSlot(newslot);
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, slot, false);
+	ac_check_row(copy, need, slot, given, ngiven);
+	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, AccessShareLock);
 }
 
@@ -596,8 +534,6 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TriggerEvent event;
 	AcUniqueEntry *e;
-	TupleTableSlot *newslot;
-	TupleTableSlot *oldslot = NULL;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -612,167 +548,79 @@ archive_cluster_unique_check(PG_FUNCTION_ARGS)
 	{
 		e = ac_unique_entry_copy(ac_unique_entry_get(trigdata->tg_relation));
 		if (!OidIsValid(e->parent) || OidIsValid(e->missing))
-			return PointerGetDatum(trigdata->tg_trigtuple);	/* the AFTER check says */
+			return PointerGetDatum(trigdata->tg_trigtuple);	/* the guard's check says */
 		return ac_on_conflict_row(trigdata, e);
 	}
-	if (!TRIGGER_FIRED_AFTER(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
-		!(TRIGGER_FIRED_BY_INSERT(event) || TRIGGER_FIRED_BY_UPDATE(event)))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("archive_cluster_unique_check() must be fired AFTER INSERT OR UPDATE FOR EACH ROW")));
-
-	/* an UPDATE that changed no indexed column (HOT) changed no key */
-	if (TRIGGER_FIRED_BY_UPDATE(event) && HeapTupleIsHeapOnly(trigdata->tg_newtuple))
-		return PointerGetDatum(NULL);
-
-	e = ac_unique_entry_copy(ac_unique_entry_get(trigdata->tg_relation));
-	if (!OidIsValid(e->parent))
-		return PointerGetDatum(NULL);	/* no longer registered */
-	if (OidIsValid(e->missing))
-		ac_missing_counterpart(e);
-	if (e->npairs == 0)
-		return PointerGetDatum(NULL);
-
-	if (TRIGGER_FIRED_BY_UPDATE(event))
-	{
-		newslot = trigdata->tg_newslot;
-		oldslot = trigdata->tg_trigslot;
-	}
-	else
-		newslot = trigdata->tg_trigslot;
-	ac_check_row(e, NULL, newslot, oldslot, true, NULL, 0);
-	return PointerGetDatum(NULL);
-}
-
-/* What archive_cluster_unique_check_row() keeps per call site (fn_extra). */
-typedef struct AcRowSite
-{
-	Oid			typid;			/* the row type last seen */
-	Oid			relid;			/* its table, InvalidOid if none */
-	AcUniqueEntry *entry;		/* relid's cache entry */
-	Oid			trusted_user;	/* may write the tier, as seen at the entry's fill */
-	Oid			locked;			/* the other tier, locked in this */
-	LocalTransactionId locked_lxid; /* (sub)transaction */
-	SubTransactionId locked_subid;
-} AcRowSite;
-
-/*
- * May the caller read <t> and write it (INSERT, or UPDATE for an update),
- * without row security?  Only such a caller gets the range skip (else it
- * would tell which keys are beyond the archive's) and look-ups of keys it
- * has not written itself.
- */
-static bool
-ac_site_trusted(AcRowSite *site, AcUniqueEntry *e, bool update)
-{
-	if (site->trusted_user != GetUserId() &&
-		pg_class_aclcheck(e->parent, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
-		pg_class_aclcheck(e->parent, GetUserId(),
-						  update ? ACL_UPDATE : ACL_INSERT) == ACLCHECK_OK &&
-		check_enable_rls(e->parent, InvalidOid, true) == RLS_NONE)
-		site->trusted_user = GetUserId();
-	return site->trusted_user == GetUserId();
+	ereport(ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("archive_cluster_unique_check() may only be called by archive_cluster for INSERT ... ON CONFLICT")));
+	return PointerGetDatum(NULL);	/* keep the compiler quiet */
 }
 
 /*
- * Lock the other tier (to the end of the transaction, as the look-ups keep
- * it), once per (sub)transaction: its indexes cannot go away then, and
- * changes made to them before are seen (as invalidations of the entry).
+ * The other tier of entry e, locked (to the end of the transaction, as the
+ * look-ups keep it) once per (sub)transaction: its indexes cannot go away
+ * then, and changes made to them before are seen (as invalidations of the
+ * entry).
  */
 static void
-ac_site_lock_other(AcRowSite *site, Oid other)
+ac_lock_other(AcUniqueEntry *e)
 {
 	Relation	rel;
 
-	if (site->locked == other && site->locked_lxid == ac_local_xid() &&
-		site->locked_subid == GetCurrentSubTransactionId())
+	if (e->locked == e->other && e->locked_lxid == ac_local_xid() &&
+		e->locked_subid == GetCurrentSubTransactionId())
 		return;
-	site->locked = InvalidOid;
-	rel = try_table_open(other, AccessShareLock);
+	e->locked = InvalidOid;
+	rel = try_table_open(e->other, AccessShareLock);
 	if (rel == NULL)
 		return;					/* dropped: the entry is invalid now */
 	table_close(rel, NoLock);
-	site->locked = other;
-	site->locked_lxid = ac_local_xid();
-	site->locked_subid = GetCurrentSubTransactionId();
-}
-
-/* A row datum as a heap tuple of relid (not copied). */
-static void
-ac_row_tuple(HeapTupleHeader row, Oid relid, HeapTuple tuple)
-{
-	tuple->t_len = HeapTupleHeaderGetDatumLength(row);
-	ItemPointerSetInvalid(&tuple->t_self);
-	tuple->t_tableOid = relid;
-	tuple->t_data = row;
+	e->locked = e->other;
+	e->locked_lxid = ac_local_xid();
+	e->locked_subid = GetCurrentSubTransactionId();
 }
 
 /*
- * The WHEN condition of the cross-tier triggers:
- * archive_cluster_unique_check_row(NEW) after an INSERT, (OLD, NEW) after
- * an UPDATE.  Checks the row's keys and returns false: nothing is left for
- * the trigger function.
+ * Does the executor make the entries of tier rel's unique indexes before it
+ * tells guard index "guard" of a row?  It inserts a row's index entries in
+ * the order of the indexes' OIDs.
  */
-Datum
-archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
+bool
+ac_unique_before_guard(Relation rel, Oid guard)
 {
-	bool		update = PG_NARGS() == 2;
-	HeapTupleHeader newrow = PG_GETARG_HEAPTUPLEHEADER(update ? 1 : 0);
-	HeapTupleHeader oldrow = update ? PG_GETARG_HEAPTUPLEHEADER(0) : NULL;
-	Oid			typid = HeapTupleHeaderGetTypeId(newrow);
-	AcRowSite  *site = fcinfo->flinfo->fn_extra;
-	AcUniqueEntry *e;
-	HeapTupleData newtup;
-	HeapTupleData oldtup;
-	AcRowKey   *keys;
+	return ac_unique_entry_get(rel)->last_unique < guard;
+}
+
+/* at most this many keys of plain columns are read into the stack */
+#define AC_STACK_KEYS 4
+
+/*
+ * Check the keys of tuple, a row version that this transaction has just
+ * written to tier rel (tier_guard.c): each key of a unique index of rel is
+ * looked up in the counterpart index of the other tier, unless it is
+ * beyond the archive's keys (a row of <t>).  Keys of plain columns are
+ * read from the tuple; keys with an expression or a predicate are computed
+ * as the index computes them.
+ */
+void
+ac_unique_check_tuple(Relation rel, HeapTuple tuple)
+{
+	AcUniqueEntry *e = ac_unique_entry_get(rel);
+	AcRowKey	stack[AC_STACK_KEYS];
+	AcRowKey   *keys = stack;
 	int			nkeys = 0;
 	bool	   *need = NULL;
-	bool		trusted;
 	uint64		fill;
 	int			npairs;
 	AcUniquePair *pairs;
 	TupleDesc	desc;
 	int			i;
 
-	if (site == NULL)
-	{
-		site = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AcRowSite));
-		fcinfo->flinfo->fn_extra = site;
-	}
-	if (site->typid != typid || site->typid == InvalidOid)
-	{
-		site->typid = typid;
-		site->relid = get_typ_typrelid(typid);
-		site->entry = NULL;
-	}
-	if (!OidIsValid(site->relid))
-		PG_RETURN_BOOL(false);	/* not a table's row */
-	if (update && HeapTupleHeaderGetTypeId(oldrow) != typid)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("archive_cluster_unique_check_row() needs two rows of one table")));
-	e = site->entry;
-	if (e == NULL || !e->valid)
-	{
-		Relation	rel = relation_open(site->relid, AccessShareLock);
-
-		if (rel->rd_rel->relkind != RELKIND_RELATION)
-		{
-			relation_close(rel, AccessShareLock);
-			site->relid = InvalidOid;
-			PG_RETURN_BOOL(false);
-		}
-		e = ac_unique_entry_get(rel);
-		relation_close(rel, AccessShareLock);
-		site->entry = e;
-		site->trusted_user = InvalidOid;	/* privileges may have changed */
-	}
 	if (!OidIsValid(e->parent))
-		PG_RETURN_BOOL(false);	/* not a tier of a table in table mode */
+		return;					/* not a tier of a table in table mode */
 	if (OidIsValid(e->missing))
 		ac_missing_counterpart(e);
-
-	trusted = ac_site_trusted(site, e, update);
 
 	/*
 	 * The keys that need a look in the other tier: those of plain columns
@@ -784,81 +632,56 @@ archive_cluster_unique_check_row(PG_FUNCTION_ARGS)
 	npairs = e->npairs;
 	pairs = e->pairs;
 	desc = e->desc;
-	ac_row_tuple(newrow, site->relid, &newtup);
-	if (update)
-		ac_row_tuple(oldrow, site->relid, &oldtup);
-	keys = palloc(sizeof(AcRowKey) * Max(npairs, 1));
+	if (npairs > AC_STACK_KEYS)
+		keys = palloc(sizeof(AcRowKey) * npairs);
 	for (i = 0; i < npairs; i++)
 	{
 		AcUniquePair *p = &pairs[i];
+		AcRowKey   *key = &keys[nkeys];
+		bool		anynull = false;
+		int			k;
 
-		if (p->simple)
+		if (!p->simple)
 		{
-			AcRowKey   *key = &keys[nkeys];
-			bool		anynull = false;
-			bool		same = update;
-			int			k;
-
-			for (k = 0; k < p->nkeys; k++)
-			{
-				key->values[k] = heap_getattr(&newtup, p->attnos[k], desc, &key->isnull[k]);
-				anynull |= key->isnull[k];
-			}
-			if (anynull && !p->nulls_equal)
-				continue;		/* matches nothing */
-			for (k = 0; k < p->nkeys && same; k++)
-			{
-				Form_pg_attribute att = TupleDescAttr(desc, p->attnos[k] - 1);
-				bool		oldnull;
-				Datum		old = heap_getattr(&oldtup, p->attnos[k], desc, &oldnull);
-
-				same = oldnull == key->isnull[k] &&
-					(oldnull || datumIsEqual(old, key->values[k], att->attbyval, att->attlen));
-			}
-			if (same || (trusted && ac_key_range_beyond(p->range, key->values, key->isnull)))
-				continue;
-			key->pair = p;
-			nkeys++;
+			if (need == NULL)
+				need = palloc0(sizeof(bool) * npairs);
+			need[i] = true;
 			continue;
 		}
-		if (need == NULL)
-			need = palloc0(sizeof(bool) * npairs);
-		need[i] = true;
+		for (k = 0; k < p->nkeys; k++)
+		{
+			key->values[k] = heap_getattr(tuple, p->attnos[k], desc, &key->isnull[k]);
+			anynull |= key->isnull[k];
+		}
+		if ((anynull && !p->nulls_equal) ||
+			ac_key_range_beyond(p->range, key->values, key->isnull))
+			continue;			/* matches nothing, or beyond the archive */
+		key->pair = p;
+		nkeys++;
 	}
 	if (nkeys == 0 && need == NULL)
-		PG_RETURN_BOOL(false);
+		return;
 
-	ac_site_lock_other(site, e->other);
+	ac_lock_other(e);
 	if (!e->valid || e->fill != fill)
 	{
 		/* changed meanwhile: filled again, and every key of the row checked */
-		Relation	rel = table_open(site->relid, AccessShareLock);
-
 		e = ac_unique_entry_get(rel);
-		table_close(rel, AccessShareLock);
-		site->entry = e;
-		site->trusted_user = InvalidOid;
 		if (!OidIsValid(e->parent))
-			PG_RETURN_BOOL(false);
+			return;
 		if (OidIsValid(e->missing))
 			ac_missing_counterpart(e);
-		ac_site_lock_other(site, e->other);
-		trusted = ac_site_trusted(site, e, update);
-		ac_check_slots(e, NULL, &newtup, update ? &oldtup : NULL, trusted, NULL, 0);
-		PG_RETURN_BOOL(false);
+		ac_lock_other(e);
+		ac_check_tuple_slot(e, NULL, tuple, NULL, 0);
+		return;
 	}
-
-	/*
-	 * Every key verified (unless trusted) before any is looked up; a copy of
-	 * the entry, which a comparison may fill again.
-	 */
 	if (need == NULL)
 	{
+		/* a copy of the entry, which a comparison may fill again */
 		AcUniqueEntry here = *e;
 
-		ac_check_keys(&here, keys, nkeys, trusted);
+		ac_check_keys(&here, keys, nkeys);
 	}
 	else
-		ac_check_slots(e, need, &newtup, update ? &oldtup : NULL, trusted, keys, nkeys);
-	PG_RETURN_BOOL(false);
+		ac_check_tuple_slot(e, need, tuple, keys, nkeys);
 }

@@ -38,6 +38,7 @@
 
 #include "compat.h"
 #include "key_probe.h"
+#include "tier_guard.h"
 #include "unarchive.h"
 
 /* 40001, as ON CONFLICT on a plain table reports a row it may not see */
@@ -85,6 +86,7 @@ ac_unarchive_insert(Relation cur, Relation arc, TupleTableSlot *arcslot, Command
 	execute_attr_map_slot(map, arcslot, slot);
 	InitResultRelInfo(rri, cur, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
+	ac_guard_leave_out(rri);	/* the row is the archived one, not a new key */
 	table_tuple_insert(cur, slot, cid, 0, NULL);
 	recheck = ac_insert_index_tuples(rri, slot, estate);
 	if (recheck != NIL)
