@@ -24,8 +24,8 @@ OBJS = \
 	src/stats.o \
 	src/table_mode.o \
 	src/threshold.o \
-	src/tier_indexes.o \
 	src/tier_guard.o \
+	src/tier_indexes.o \
 	src/tier_unique.o \
 	src/tier_validate.o \
 	src/tiers.o \

@@ -148,9 +148,11 @@ ac_guard_row_current(HeapTupleHeader tuple)
 /*
  * Check one row now (tier_unique.c), as the role that wrote it, in memory of
  * its own.  The version is copied: no pin is held while the look-ups wait.
+ * heap: the tier, if the caller has it open (the row just written), else
+ * NULL.
  */
 static void
-ac_guard_check(const AcGuardRow *row)
+ac_guard_check(const AcGuardRow *row, Relation heap)
 {
 	bool		nested = ac_checking > 0;
 	MemoryContext cxt;
@@ -174,7 +176,7 @@ ac_guard_check(const AcGuardRow *row)
 	ac_checking++;
 	PG_TRY();
 	{
-		Relation	rel = try_table_open(row->relid, AccessShareLock);
+		Relation	rel = heap ? heap : try_table_open(row->relid, AccessShareLock);
 
 		if (rel != NULL && ac_rel_number(rel) == row->filenumber)
 		{
@@ -192,7 +194,7 @@ ac_guard_check(const AcGuardRow *row)
 			if (copy != NULL)
 				ac_unique_check_tuple(rel, copy);
 		}
-		if (rel != NULL)
+		if (rel != NULL && heap == NULL)
 			table_close(rel, AccessShareLock);
 	}
 	PG_FINALLY();
@@ -229,7 +231,7 @@ ac_guard_flush(int level)
 		ac_nrows--;
 		PG_TRY();
 		{
-			ac_guard_check(&row);
+			ac_guard_check(&row, NULL);
 		}
 		PG_CATCH();
 		{
@@ -272,7 +274,7 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 	 * row, as a unique index checks each row.  Else once complete.
 	 */
 	if (ac_unique_before_guard(heap, RelationGetRelid(index)))
-		ac_guard_check(&row);
+		ac_guard_check(&row, heap);
 	else
 		ac_guard_note_row(&row);
 	return false;
@@ -576,27 +578,23 @@ ac_guard_usable(Oid indexid)
 bool
 ac_guard_present(Relation rel)
 {
-	Oid			am = ac_guard_am();
-	List	   *indexes;
+	List	   *guards = ac_guard_indexes(rel);
 	ListCell   *lc;
 	bool		found = false;
 
-	if (!OidIsValid(am))
-		return false;
-	indexes = RelationGetIndexList(rel);
-	foreach(lc, indexes)
+	foreach(lc, guards)
 	{
-		if (ac_is_guard(lfirst_oid(lc), am) && ac_guard_usable(lfirst_oid(lc)))
+		if (ac_guard_usable(lfirst_oid(lc)))
 		{
 			found = true;
 			break;
 		}
 	}
-	list_free(indexes);
+	list_free(guards);
 	return found;
 }
 
-/* The guard indexes of rel, to be dropped by unregistration. */
+/* The guard indexes of rel, usable or not (unregistration drops them all). */
 List *
 ac_guard_indexes(Relation rel)
 {
