@@ -232,7 +232,8 @@ RESET ROLE;
 BEGIN;
 SET LOCAL session_replication_role = replica;
 INSERT INTO tm."Orders" (id, ts, cid, email) OVERRIDING SYSTEM VALUE VALUES (3, now(), 1, 'replica');
-SELECT count(*) FROM tm."Orders" WHERE id = 3;
+SELECT (SELECT count(*) FROM ONLY tm."Orders" WHERE id = 3) AS current,
+       (SELECT count(*) FROM tm."Orders_archive" WHERE id = 3) AS archived;
 ROLLBACK;
 
 -- an index created on the table alone: runs refuse and say how to mend;

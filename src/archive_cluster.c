@@ -29,6 +29,7 @@
 #include "pool.h"
 #include "row_locks.h"
 #include "tier_guard.h"
+#include "tier_lookup.h"
 #include "utility.h"
 
 PG_MODULE_MAGIC;
@@ -43,6 +44,7 @@ _PG_init(void)
 	ac_row_locks_install();
 	ac_on_conflict_install();
 	ac_guard_install();
+	ac_tier_lookup_install();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		ac_pool_init_hooks();

@@ -24,6 +24,7 @@
 #include "nodes/parsenodes.h"
 #include "parser/parsetree.h"
 #if PG_VERSION_NUM >= 180000
+#include "commands/explain_format.h"	/* ExplainProperty*() since 18 */
 #include "rewrite/rewriteHandler.h"
 #endif
 #include "pgstat.h"

@@ -592,6 +592,25 @@ ac_unique_before_guard(Relation rel, Oid guard)
 	return ac_unique_entry_get(rel)->last_unique < guard;
 }
 
+/*
+ * Does unique index indexid of tier rel hold across the tiers, other being
+ * the other tier?  Then a key that rel holds is in no row of other that the
+ * same snapshot sees (tier_lookup.c).
+ */
+bool
+ac_unique_holds_across(Relation rel, Oid indexid, Oid other)
+{
+	AcUniqueEntry *e = ac_unique_entry_get(rel);
+	int			i;
+
+	if (!OidIsValid(e->parent) || e->other != other || OidIsValid(e->missing))
+		return false;
+	for (i = 0; i < e->npairs; i++)
+		if (e->pairs[i].own == indexid)
+			return true;
+	return false;
+}
+
 /* at most this many keys of plain columns are read into the stack */
 #define AC_STACK_KEYS 4
 

@@ -296,7 +296,7 @@ def cmd_report(res):
             continue
         extra = ' (SQL design: %s tps)' % fmt(f('oltp', 'sql', 'tps'), 1) if m == 'ext' else ''
         L.append('| 3 | %s | OLTP only (insert, update, select one): %s >= %sx plain table (verdict: one server, alternating rounds) | '
-                 'one server, %s rows each, median of 3 rounds: %s tps vs %s tps: **%sx**; at the final size on separate servers: %s vs %s tps: %sx%s | %s |'
+                 'one server, %s rows each, median of 5 rounds: %s tps vs %s tps: **%sx**; at the final size on separate servers: %s vs %s tps: %sx%s | %s |'
                  % (mode, 'view' if m == 'ext' else 'table mode', thr, row['table_rows'] if row else 'n/a',
                     fmt(f('oltp_same_server', m, 'tps_median'), 1), fmt(f('oltp_same_server', 'plain', 'tps_median'), 1), fmt(r),
                     fmt(f('oltp', m, 'tps'), 1), fmt(f('oltp', 'plain', 'tps'), 1), fmt(r_sep), extra,
