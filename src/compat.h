@@ -34,6 +34,20 @@
 #include "utils/wait_event.h"
 
 /*
+ * Paths count their disabled nodes since 18 (enable_* off); a relation of
+ * the range table is opened by the executor with a flag for result
+ * relations since 18.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ac_sum_disabled_nodes(path, a, b) \
+	((path)->disabled_nodes = (a)->disabled_nodes + (b)->disabled_nodes)
+#define ac_get_range_table_relation(estate, rti) ExecGetRangeTableRelation((estate), (rti), false)
+#else
+#define ac_sum_disabled_nodes(path, a, b) ((void) 0)
+#define ac_get_range_table_relation(estate, rti) ExecGetRangeTableRelation((estate), (rti))
+#endif
+
+/*
  * ExecInsertIndexTuples() gained an "onlySummarizing" argument in 16.
  */
 #if PG_VERSION_NUM >= 160000

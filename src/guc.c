@@ -52,6 +52,9 @@ int			archive_cluster_run_max_wal_rate = 20;
 /* archive_cluster.lock_timeout: ms a run waits for a table's lock, then skips it */
 int			archive_cluster_lock_timeout = 1000;
 
+/* archive_cluster.tier_lookup: a look-up by one unique key stops at its tier */
+bool		archive_cluster_tier_lookup = true;
+
 /* archive_cluster.run_log_max_rows: rows of archive_cluster_runs kept per table */
 int			archive_cluster_run_log_max_rows = 1000;
 
@@ -251,6 +254,15 @@ ac_define_gucs(void)
 							1000, 1, INT_MAX,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("archive_cluster.tier_lookup",
+							 "Lets a look-up by one key of a unique index of a table in table "
+							 "mode stop at the tier that holds the row.",
+							 "Off: both tiers are read, as for any table with a child.",
+							 &archive_cluster_tier_lookup,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomStringVariable("archive_cluster.debug_pause",
 							   "Phases of a run, or of the view's trigger, that wait for an advisory lock (for tests).",

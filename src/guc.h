@@ -25,6 +25,7 @@ extern int	archive_cluster_run_max_wal_rate;
 extern char *archive_cluster_debug_pause;
 extern int	archive_cluster_lock_timeout;
 extern int	archive_cluster_run_log_max_rows;
+extern bool archive_cluster_tier_lookup;
 extern void ac_define_gucs(void);
 extern bool ac_database_selected(const char *dbname);
 

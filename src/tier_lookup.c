@@ -22,21 +22,31 @@
  *		"update": a recent row by id) then read ONLY <t> alone, as they
  *		would read the plain table.
  *
+ *		The second tier's table and index are held open from the start, as
+ *		its scan would hold them, so that they count as in use by the query
+ *		(DDL of the same session refused while a cursor is open).
+ *
  *		The second tier is always read in an EvalPlanQual recheck and under
  *		SERIALIZABLE (whose predicate locks stay those of a full read), and
  *		EXPLAIN sets both scans up to show them.  Nothing changes for a key
  *		in the archive (both tiers are read, as before), for a look-up the
  *		quals do not pin to one key (id = ANY (...), a range, a non-unique
- *		index), or for a table not registered in table mode.
+ *		index), or for a table not registered in table mode, and nothing
+ *		with archive_cluster.tier_lookup off.  The premise is that no key is
+ *		in both tiers: rows written under session_replication_role = replica
+ *		are not checked across the tiers, and a duplicate written so shows
+ *		only from the first tier in such a look-up.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_am.h"
+#include "commands/defrem.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "nodes/extensible.h"
@@ -47,6 +57,7 @@
 #include "utils/rel.h"
 
 #include "compat.h"
+#include "guc.h"
 #include "tier_guard.h"
 #include "tier_lookup.h"
 #include "tier_unique.h"
@@ -59,6 +70,7 @@ typedef struct AcLookupState
 	CustomScanState css;
 	int			eflags;
 	PlanState  *tiers[2];		/* the second is NULL until it runs */
+	Relation	held_index;		/* the second tier's index, held open */
 	int			current;		/* the tier being read; 2: done */
 	bool		found;			/* the first tier returned a row */
 	int64		skipped;		/* second tiers skipped, for EXPLAIN ANALYZE */
@@ -151,29 +163,43 @@ ac_one_key(IndexPath *ipath)
 	return true;
 }
 
+/* Has the relation of a tier's path a guard index (the planner's list)? */
+static bool
+ac_rel_has_guard(RelOptInfo *rel, Oid guard_am)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->indexlist)
+		if (lfirst_node(IndexOptInfo, lc)->relam == guard_am)
+			return true;
+	return false;
+}
+
 /*
- * May the second of an Append's children skip its scan once the first has
- * returned a row?  The first is a look-up of one key of a unique index that
- * holds across the two, the tiers of a table registered in table mode.
+ * Are the Append's two children the tiers of a table registered in table
+ * mode, each with a usable guard?  Then may the second skip its scan once
+ * the first, a look-up by one key of unique index indexid, has returned a
+ * row: does that index hold across the tiers?  (indexid InvalidOid: the
+ * tiers only.)
  */
 static bool
-ac_lookup_applies(PlannerInfo *root, Path *first, Path *second)
+ac_lookup_applies(PlannerInfo *root, Path *first, Path *second, Oid indexid)
 {
-	Oid			firstoid;
+	Oid			guard_am = get_index_am_oid(AC_GUARD_AM, true);
 	Oid			secondoid;
 	Relation	rel;
 	Relation	other;
 	bool		applies;
 
-	if (!IsA(first, IndexPath) || !ac_one_key((IndexPath *) first))
+	if (!OidIsValid(guard_am) || !ac_rel_has_guard(first->parent, guard_am) ||
+		!ac_rel_has_guard(second->parent, guard_am))
 		return false;
-	firstoid = planner_rt_fetch(first->parent->relid, root)->relid;
 	secondoid = planner_rt_fetch(second->parent->relid, root)->relid;
 	/* the planner holds both tiers' locks */
-	rel = table_open(firstoid, NoLock);
+	rel = table_open(planner_rt_fetch(first->parent->relid, root)->relid, NoLock);
 	other = table_open(secondoid, NoLock);
 	applies = ac_guard_present(rel) && ac_guard_present(other) &&
-		ac_unique_holds_across(rel, ((IndexPath *) first)->indexinfo->indexoid, secondoid);
+		ac_unique_holds_across(rel, indexid, secondoid);
 	table_close(other, NoLock);
 	table_close(rel, NoLock);
 	return applies;
@@ -199,6 +225,7 @@ ac_lookup_path(Path *first, Path *second)
 	cpath->path.pathkeys = NIL;
 	cpath->path.rows = first->rows + second->rows;
 	cpath->path.total_cost = first->total_cost + second->total_cost;
+	ac_sum_disabled_nodes(&cpath->path, first, second);
 	cpath->flags = 0;
 	cpath->custom_paths = list_make2(first, second);
 	cpath->methods = &ac_lookup_path_methods;
@@ -207,8 +234,8 @@ ac_lookup_path(Path *first, Path *second)
 
 /*
  * set_rel_pathlist_hook: each plain Append of a table-mode table's two
- * tiers whose first child looks one key up gets the custom path as its only
- * child.
+ * tiers whose first child looks one key up (both children index scans) gets
+ * the custom path as its only child.
  */
 static void
 ac_lookup_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
@@ -217,7 +244,8 @@ ac_lookup_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEn
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
-	if (rte->rtekind != RTE_RELATION || !rte->inh || rel->reloptkind != RELOPT_BASEREL)
+	if (!archive_cluster_tier_lookup || rte->rtekind != RTE_RELATION || !rte->inh ||
+		rel->reloptkind != RELOPT_BASEREL)
 		return;
 	foreach(lc, rel->pathlist)
 	{
@@ -230,7 +258,10 @@ ac_lookup_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEn
 			continue;
 		first = linitial(append->subpaths);
 		second = lsecond(append->subpaths);
-		if (!ac_lookup_applies(root, first, second))
+		if (!IsA(first, IndexPath) || !IsA(second, IndexPath) ||
+			!ac_one_key((IndexPath *) first) ||
+			!ac_lookup_applies(root, first, second,
+							   ((IndexPath *) first)->indexinfo->indexoid))
 			continue;
 		append->subpaths = list_make1(ac_lookup_path(first, second));
 		append->first_partial_path = 1;
@@ -283,16 +314,58 @@ ac_lookup_start_tier(AcLookupState *s, int i)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * The index scanned by plan, the second tier's (an index scan, perhaps under
+ * a gating Result), and its relation's range table index; false if none.
+ */
+static bool
+ac_plan_index(Plan *plan, Oid *indexid, Index *scanrelid)
+{
+	while (IsA(plan, Result) && plan->lefttree != NULL)
+		plan = plan->lefttree;
+	if (IsA(plan, IndexScan))
+		*indexid = ((IndexScan *) plan)->indexid;
+	else if (IsA(plan, IndexOnlyScan))
+		*indexid = ((IndexOnlyScan *) plan)->indexid;
+	else
+		return false;
+	*scanrelid = ((Scan *) plan)->scanrelid;
+	return true;
+}
+
 static void
 ac_lookup_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	AcLookupState *s = (AcLookupState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	Oid			indexid;
+	Index		scanrelid;
 
 	s->eflags = eflags;
+
+	/*
+	 * The rows are the tiers' scans' own slots, of whatever kind: a parent
+	 * must not take them for the virtual slots of this node's result.
+	 */
+	node->ss.ps.resultopsset = true;
+	node->ss.ps.resultopsfixed = false;
+
 	ac_lookup_start_tier(s, 0);
 	/* EXPLAIN shows both scans; EXPLAIN ANALYZE a skipped one never executed */
-	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) || estate->es_instrument)
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) || estate->es_instrument ||
+		!ac_plan_index(lsecond(cscan->custom_plans), &indexid, &scanrelid))
+	{
 		ac_lookup_start_tier(s, 1);
+		return;
+	}
+
+	/*
+	 * The second tier's table and index are held open as its scan would hold
+	 * them, so that they count as in use by this query (no DROP INDEX or
+	 * TRUNCATE of them while a cursor is open, say).
+	 */
+	(void) ac_get_range_table_relation(estate, scanrelid);
+	s->held_index = index_open(indexid, exec_rt_fetch(scanrelid, estate)->rellockmode);
 }
 
 /*
@@ -349,6 +422,8 @@ ac_lookup_end(CustomScanState *node)
 	for (i = 0; i < 2; i++)
 		if (s->tiers[i])
 			ExecEndNode(s->tiers[i]);
+	if (s->held_index)
+		index_close(s->held_index, NoLock);
 }
 
 static void
@@ -381,6 +456,8 @@ ac_lookup_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyText("Tiers", "the second is skipped if the first returns the row", es);
 	if (es->analyze)
 		ExplainPropertyInteger("Skipped Scans", NULL, s->skipped, es);
+	if (s->tiers[1] == NULL)
+		ExplainPropertyText("Second Tier", "never set up", es);
 }
 
 /* Install the planner hook and the custom scan (in every session). */
