@@ -387,6 +387,12 @@ SQL
 )
 			echo "copy,$target,$round,$t" >> "$raw/copy_times.csv"
 			echo "   round $round: COPY $copy_rows rows into $target: ${t%,*} s (backend CPU ${t#*,} s)"
+			# vacuumed and analyzed now, not by autovacuum during the next
+			# target's COPY (as for OLTP's rounds)
+			local tables=$target
+			[ "$target" = c_ext ] && tables="c_ext_current, c_ext_archive"
+			[ "$target" = c_sql ] && tables="c_sql_current, c_sql_archive"
+			psql_db copybench -c "VACUUM (ANALYZE) $tables" >/dev/null
 		done
 	done
 	for target in c_plain c_ext c_tab c_sql; do
