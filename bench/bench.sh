@@ -81,16 +81,17 @@ p99_secs=15
 p99_settings="archive_cluster.run_max_wal_rate=0"
 p99_settings_set=0
 
+given=""	# options given explicitly
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--quick) quick=1; shift ;;
-		--rows) rows=$2; shift 2 ;;
+		--rows) rows=$2; given="$given rows"; shift 2 ;;
 		--steps) steps=$2; shift 2 ;;
-		--duration) duration=$2; shift 2 ;;
+		--duration) duration=$2; given="$given duration"; shift 2 ;;
 		--mem) mem=$2; shift 2 ;;
 		--shared-buffers) shared_buffers=$2; shift 2 ;;
 		--layouts) layouts=$2; shift 2 ;;
-		--copy-rows) copy_rows=$2; shift 2 ;;
+		--copy-rows) copy_rows=$2; given="$given copy_rows"; shift 2 ;;
 		--batch-rows) batch_rows=$2; shift 2 ;;
 		--p99-settings) p99_settings=$2; p99_settings_set=1; shift 2 ;;
 		--out) out=$2; shift 2 ;;
@@ -103,10 +104,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 if [ "$quick" = 1 ]; then
-	# explicit options given after --quick still win: only fill the defaults
-	[ "$rows" = 11000000 ] && rows=1800000
-	[ "$duration" = 60 ] && duration=8
-	[ "$copy_rows" = 1000000 ] && copy_rows=100000
+	# options given explicitly still win (also one equal to the default)
+	case " $given " in *" rows "*) ;; *) rows=1800000 ;; esac
+	case " $given " in *" duration "*) ;; *) duration=8 ;; esac
+	case " $given " in *" copy_rows "*) ;; *) copy_rows=100000 ;; esac
 	oltp_duration=5
 	oltp_rows=200000
 	oltp_secs=6
