@@ -165,7 +165,7 @@ CREATE TRIGGER t BEFORE INSERT ON tm.own_trigger FOR EACH ROW EXECUTE FUNCTION a
 SELECT try($$INSERT INTO tm.own_trigger VALUES (1)$$);
 RESET ROLE;
 
--- the guard indexes (access method archive_cluster_guard, on the age column):
+-- the guard indexes (access method archive_cluster_guard, on the primary key and the age column):
 -- never scanned, never dropped alone, no storage parameters; one on a table
 -- that is not registered does nothing
 SELECT c.relname, pg_get_indexdef(c.oid), pg_relation_size(c.oid)
@@ -178,15 +178,16 @@ EXPLAIN (COSTS OFF) SELECT id FROM tm."Orders" WHERE ts = '2020-01-01';
 RESET enable_seqscan;
 RESET enable_indexscan;
 SET ROLE ac_owner;
-SELECT try($$DROP INDEX tm."Orders_ts_archive_cluster_guard"$$);
-SELECT try($$DROP INDEX tm."Orders_archive_ts_archive_cluster_guard"$$);
-DROP INDEX CONCURRENTLY tm."Orders_ts_archive_cluster_guard";
+SELECT try($$DROP INDEX tm."Orders_id_ts_archive_cluster_guard"$$);
+SELECT try($$DROP INDEX tm."Orders_archive_id_ts_archive_cluster_guard"$$);
+DROP INDEX CONCURRENTLY tm."Orders_id_ts_archive_cluster_guard";
 SELECT try($$ALTER TABLE tm."Orders" DROP COLUMN ts CASCADE$$);
 CREATE TABLE tm.plain (id int PRIMARY KEY, ts timestamp NOT NULL);
 SELECT try($$CREATE INDEX ON tm.plain USING archive_cluster_guard (ts) WITH (fillfactor = 50)$$);
 SELECT try($$CREATE INDEX ON tm.plain USING archive_cluster_guard (ts) WHERE id > 0$$);
 SELECT try($$CREATE INDEX ON tm.plain USING archive_cluster_guard ((ts + interval '1 day'))$$);
 CREATE INDEX plain_guard ON tm.plain USING archive_cluster_guard (ts);
+CREATE INDEX plain_guard2 ON tm.plain USING archive_cluster_guard (ts, id);
 INSERT INTO tm.plain VALUES (1, now()), (2, now());
 COPY tm.plain FROM stdin;
 3	2020-01-01
@@ -281,6 +282,27 @@ DROP TABLE tm.ref3;
 -- a view on the table is fine: the table stays a table
 CREATE VIEW tm.trig_v AS SELECT id FROM tm.trig;
 SELECT archive_cluster_register('tm.trig', '{cid,ts}', 'ts', mode => 'table');
+
+-- the guard is given the primary key and the age column: a row whose keys
+-- are all beyond the archive's is not looked up; a key of another unique
+-- index, or a key inside the archive's range, still is
+CREATE TABLE tm.skip (cid int NOT NULL, n int NOT NULL, ts timestamp NOT NULL, email text UNIQUE,
+	PRIMARY KEY (cid, n));
+INSERT INTO tm.skip SELECT g % 3, g, '2020-01-01', 's' || g FROM generate_series(1, 30) g;
+SELECT archive_cluster_register('tm.skip', '{cid,ts}', 'ts', '1 day', mode => 'table');
+SELECT c.relname, pg_get_indexdef(c.oid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+WHERE i.indrelid IN ('tm.skip'::regclass, 'tm.skip_archive'::regclass)
+  AND am.amname = 'archive_cluster_guard' ORDER BY 1;
+SELECT status, rows_moved FROM archive_cluster_run('tm.skip', force => true);
+INSERT INTO tm.skip VALUES (3, 1, now(), 'new'), (4, 1, now(), NULL), (4, 2, now(), NULL);
+SELECT try($$INSERT INTO tm.skip VALUES (3, 2, now(), 's5')$$);
+SELECT try($$INSERT INTO tm.skip VALUES (5, 1, now(), NULL), (5, 2, now(), 's30')$$);
+SELECT try($$INSERT INTO tm.skip VALUES (1, 4, now(), 'x')$$);
+SELECT try($$UPDATE tm.skip SET cid = 1, n = 7 WHERE email = 'new'$$);
+INSERT INTO tm.skip VALUES (2, 100, now(), 'inside');
+SELECT tableoid::regclass, count(*) FROM tm.skip GROUP BY 1 ORDER BY 1;
+SELECT archive_cluster_unregister('tm.skip') AS rows_back;
 
 -- unregister: the rows back in the table, no child, no trigger or guard left
 SELECT archive_cluster_unregister('tm."Orders"') AS rows_back;

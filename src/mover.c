@@ -518,7 +518,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	viewname = get_rel_name(cfg->relation);
 	ac_check_referencing_keys(m.cur, viewname, false);
 	if (cfg->table_mode)
-		ac_table_mode_check(m.cur, m.arc, false);
+		ac_table_mode_check(m.cur, m.arc, cfg->age_column, false);
 	else
 	{
 		ac_check_unique_indexes(m.cur, viewname, false);

@@ -190,7 +190,7 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 	if (table_mode)
 	{
 		/* <t> stays a table: views on it, any unique index are fine */
-		ac_table_mode_check(rel, NULL, true);
+		ac_table_mode_check(rel, NULL, age_column, true);
 		return;
 	}
 

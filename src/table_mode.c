@@ -12,9 +12,10 @@
  *		The archive has the columns of <t> (inheritance), its defaults,
  *		CHECK and NOT NULL constraints, indexes and outgoing foreign keys,
  *		and no privileges: statements on <t> reach its rows with <t>'s.
- *		Both tiers get a guard index on the age column, which has each row
- *		written to them checked against the other tier, so that <t>'s
- *		unique indexes hold across both (tier_guard.c, tier_unique.c).
+ *		Both tiers get a guard index on the columns of the row identity
+ *		(the primary key) and the age column, which has each row written to them checked
+ *		against the other tier, so that <t>'s unique indexes hold across
+ *		both (tier_guard.c, tier_unique.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,24 +39,72 @@
 #include "tier_guard.h"
 #include "tier_indexes.h"
 
+/* Add column name to the guard's columns cols and to its name's label. */
+static void
+ac_guard_column(const char *name, StringInfo cols, StringInfo label)
+{
+	appendStringInfo(cols, "%s%s", cols->len > 0 ? ", " : "", quote_identifier(name));
+	if (label != NULL && label->len + strlen(name) + 1 < NAMEDATALEN)
+		appendStringInfo(label, "%s%s", label->len > 0 ? "_" : "", name);
+}
+
+/*
+ * The columns of tier rel's guard index (tier_guard.c): those of its row
+ * identity (ac_identity_key: the primary key), so that the guard is given
+ * each row's key and, when the key is beyond the archive's, has nothing to
+ * look up and no row to read again; and the age column agecol, which then
+ * cannot be dropped alone either.  Into cols quoted and comma-separated;
+ * into label, if not NULL, joined by "_" for the index's name, as
+ * PostgreSQL names indexes.
+ */
+static void
+ac_guard_columns(Relation rel, const char *agecol, StringInfo cols, StringInfo label)
+{
+	AttrNumber	keys[INDEX_MAX_KEYS];
+	Oid			eqops[INDEX_MAX_KEYS];
+	int			nkeys = ac_identity_key(rel, keys, eqops);
+	bool		age_in_key = false;
+	int			i;
+
+	if (nkeys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no primary key or NOT NULL unique index",
+						RelationGetRelationName(rel)),
+				 errhint("Add a primary key.")));
+	for (i = 0; i < nkeys; i++)
+	{
+		const char *name = NameStr(TupleDescAttr(RelationGetDescr(rel), keys[i] - 1)->attname);
+
+		ac_guard_column(name, cols, label);
+		age_in_key |= strcmp(name, agecol) == 0;
+	}
+	if (!age_in_key)
+		ac_guard_column(agecol, cols, label);
+}
+
 /*
  * Error out unless tier rel has its guard index, which has the rows written
  * to it checked against the other tier (tier_guard.c).
  */
 static void
-ac_check_guard(Relation rel)
+ac_check_guard(Relation rel, const char *agecol)
 {
+	StringInfoData cols;
+
 	if (ac_guard_present(rel))
 		return;
+	initStringInfo(&cols);
+	ac_guard_columns(rel, agecol, &cols, NULL);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("\"%s\" has no index of access method %s",
 					RelationGetRelationName(rel), AC_GUARD_AM),
-			 errdetail("Its index on the age column keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
-			 errhint("Create it again with CREATE INDEX ON %s USING %s (<age column>), and look for duplicates written while it was missing.",
+			 errdetail("Its index on the primary key and the age column keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
+			 errhint("Create it again with CREATE INDEX ON %s USING %s (%s), and look for duplicates written while it was missing.",
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 												RelationGetRelationName(rel)),
-					 AC_GUARD_AM)));
+					 AC_GUARD_AM, cols.data)));
 }
 
 /*
@@ -65,7 +114,7 @@ ac_check_guard(Relation rel)
  * <t> change in <t>_archive.  Also checked before each run.
  */
 void
-ac_table_mode_check(Relation rel, Relation archive, bool registering)
+ac_table_mode_check(Relation rel, Relation archive, const char *agecol, bool registering)
 {
 	TriggerDesc *trigdesc = rel->trigdesc;
 	int			i;
@@ -73,8 +122,8 @@ ac_table_mode_check(Relation rel, Relation archive, bool registering)
 	ac_check_tier_indexes(rel, archive, registering);
 	if (!registering)
 	{
-		ac_check_guard(rel);
-		ac_check_guard(archive);
+		ac_check_guard(rel, agecol);
+		ac_check_guard(archive, agecol);
 	}
 	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
 	{
@@ -97,20 +146,29 @@ ac_table_mode_check(Relation rel, Relation archive, bool registering)
 }
 
 /*
- * The guard index of tier relid (tier_guard.c), on column agecol: named as
- * PostgreSQL names indexes, with the access method's name as its label.
+ * The guard index of tier relid (tier_guard.c), on the columns of its row
+ * identity and age column agecol: named as PostgreSQL names indexes, with
+ * the access method's name as its label.
  */
 static void
 ac_create_guard(Oid relid, const char *agecol)
 {
-	Oid			nsp = get_rel_namespace(relid);
-	char	   *relname = get_rel_name(relid);
-	char	   *name = ChooseRelationName(relname, agecol, AC_GUARD_AM, nsp, false);
+	Relation	rel = table_open(relid, AccessShareLock);
+	Oid			nsp = RelationGetNamespace(rel);
+	char	   *relname = pstrdup(RelationGetRelationName(rel));
+	StringInfoData cols;
+	StringInfoData label;
+	char	   *name;
 
+	initStringInfo(&cols);
+	initStringInfo(&label);
+	ac_guard_columns(rel, agecol, &cols, &label);
+	table_close(rel, AccessShareLock);
+	name = ChooseRelationName(relname, label.data, AC_GUARD_AM, nsp, false);
 	ac_spi_exec(psprintf("CREATE INDEX %s ON %s USING %s (%s)",
 						 quote_identifier(name),
 						 quote_qualified_identifier(get_namespace_name(nsp), relname),
-						 quote_identifier(AC_GUARD_AM), quote_identifier(agecol)),
+						 quote_identifier(AC_GUARD_AM), cols.data),
 				SPI_OK_UTILITY);
 }
 
@@ -128,7 +186,7 @@ ac_drop_guards(List *guards)
 
 /*
  * Create <t>_archive for table relid as its inheritance child, and the
- * guard indexes of both on the age column agecol.  Runs as the table's
+ * guard indexes of both, with age column agecol.  Runs as the table's
  * owner, relid locked ACCESS EXCLUSIVE.  Returns the archive's OID.
  */
 Oid

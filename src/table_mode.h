@@ -11,7 +11,8 @@
 
 #include "archive_cluster.h"
 
-extern void ac_table_mode_check(Relation rel, Relation archive, bool registering);
+extern void ac_table_mode_check(Relation rel, Relation archive, const char *agecol,
+								bool registering);
 extern Oid	ac_table_mode_create(Oid relid, const char *arcname, const char *agecol);
 extern uint64 ac_table_mode_remove(AcTableConfig *cfg);
 

@@ -5,14 +5,16 @@
  *		tells when a row enters a tier, so that its keys are checked against
  *		the other tier (tier_unique.c).
  *
- *		Each tier carries one guard index, on the age column: it stores
- *		nothing and is never scanned, but the executor calls its insert
- *		function for every row it writes to the tier's indexes: each INSERT,
- *		COPY FROM and MERGE row, and each UPDATE that is not HOT.  An UPDATE
- *		that changes a key is never HOT (the key is in a unique index); one
- *		that changes no indexed column is, and costs nothing.  No trigger is
- *		involved: statements pay no trigger set-up, and COPY keeps its
- *		multi-row inserts.
+ *		Each tier carries one guard index, on the columns of its row
+ *		identity (the primary key) and the age column: it stores nothing and is never scanned,
+ *		but the executor calls its insert function for every row it writes
+ *		to the tier's indexes: each INSERT, COPY FROM and MERGE row, and
+ *		each UPDATE that is not HOT.  An UPDATE that changes a key is never
+ *		HOT (the key is in a unique index); one that changes no indexed
+ *		column is, and costs nothing.  No trigger is involved: statements
+ *		pay no trigger set-up, and COPY keeps its multi-row inserts.  Given
+ *		the key, the guard skips a row whose keys are all beyond the
+ *		archive's (the usual new row) without reading it again.
  *
  *		A row's keys must be looked up in the other tier after its entries
  *		in its own tier's unique indexes are in place: of two transactions
@@ -261,6 +263,10 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 		return false;
 	/* the rows before this one at this level are complete */
 	ac_guard_flush(ac_level);
+
+	/* its keys beyond the archive's: nothing to look up, no row to read */
+	if (ac_unique_skip_check(heap, index, values, isnull))
+		return false;
 	row.relid = RelationGetRelid(heap);
 	row.filenumber = ac_rel_number(heap);
 	row.tid = *heap_tid;
@@ -282,20 +288,26 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 
 /*
  * Nothing to build: the index stores nothing.  It must see every row of a
- * heap table: one plain column, no predicate.
+ * heap table, and be given columns of the row: no expression, no
+ * predicate.
  */
 static IndexBuildResult *
 ac_guard_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
+	bool		plain = indexInfo->ii_Predicate == NIL;
+	int			i;
+
 	if (heap->rd_rel->relam != HEAP_TABLE_AM_OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("access method \"%s\" supports heap tables only", AC_GUARD_AM)));
-	if (indexInfo->ii_NumIndexAttrs != 1 || indexInfo->ii_IndexAttrNumbers[0] == 0 ||
-		indexInfo->ii_Predicate != NIL)
+	for (i = 0; i < indexInfo->ii_NumIndexAttrs; i++)
+		if (indexInfo->ii_IndexAttrNumbers[i] == 0)
+			plain = false;
+	if (!plain)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("an index of access method \"%s\" takes one column, no expression and no WHERE clause",
+				 errmsg("an index of access method \"%s\" takes columns only, no expression and no WHERE clause",
 						AC_GUARD_AM)));
 	return palloc0(sizeof(IndexBuildResult));
 }
@@ -374,6 +386,7 @@ archive_cluster_guard_handler(PG_FUNCTION_ARGS)
 	IndexAmRoutine *am = makeNode(IndexAmRoutine);
 
 	/* no strategies, no support functions, no scans; the rest false */
+	am->amcanmulticol = true;
 	am->amkeytype = InvalidOid;
 	am->ambuild = ac_guard_build;
 	am->ambuildempty = ac_guard_buildempty;

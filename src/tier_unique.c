@@ -593,6 +593,62 @@ ac_unique_before_guard(Relation rel, Oid guard)
 }
 
 /*
+ * May the check of a row that has reached guard index "guard" of tier rel,
+ * values and isnull being the guard's columns of the row, be skipped?  Yes
+ * when the row would be checked at once (its entries in every unique index
+ * of the tier are in), the key of each unique index is made of the guard's
+ * columns, and each key is beyond the archive's keys (key_range.c) or has
+ * a NULL that matches nothing: the usual row of <t>, with an identity or
+ * time-ordered key, which the check then need not read again.
+ */
+bool
+ac_unique_skip_check(Relation rel, Relation guard, Datum *values, bool *isnull)
+{
+	AcUniqueEntry *e = ac_unique_entry_get(rel);
+	int2vector *cols = &guard->rd_index->indkey;
+	int			ncols = guard->rd_index->indnatts;
+	int			npairs;
+	AcUniquePair *pairs;
+	int			i;
+
+	if (!OidIsValid(e->parent))
+		return true;			/* not a tier of a table in table mode */
+	if (OidIsValid(e->missing) || e->last_unique >= RelationGetRelid(guard))
+		return false;
+
+	/* the entry as it is now: a comparison (user code) may fill it again */
+	npairs = e->npairs;
+	pairs = e->pairs;
+	for (i = 0; i < npairs; i++)
+	{
+		AcUniquePair *p = &pairs[i];
+		Datum		keyvalues[INDEX_MAX_KEYS];
+		bool		keynull[INDEX_MAX_KEYS];
+		bool		anynull = false;
+		int			k;
+
+		if (!p->simple || p->range == NULL)
+			return false;
+		for (k = 0; k < p->nkeys; k++)
+		{
+			int			c = 0;
+
+			while (c < ncols && cols->values[c] != p->attnos[k])
+				c++;
+			if (c == ncols)
+				return false;	/* not given: read from the row */
+			keyvalues[k] = values[c];
+			keynull[k] = isnull[c];
+			anynull |= isnull[c];
+		}
+		if (!(anynull && !p->nulls_equal) &&
+			!ac_key_range_beyond(p->range, keyvalues, keynull))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Does unique index indexid of tier rel hold across the tiers, other being
  * the other tier?  Then a key that rel holds is in no row of other that the
  * same snapshot sees (tier_lookup.c).

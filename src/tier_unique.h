@@ -14,6 +14,7 @@
 
 extern void ac_unique_check_tuple(Relation rel, HeapTuple tuple);
 extern bool ac_unique_before_guard(Relation rel, Oid guard);
+extern bool ac_unique_skip_check(Relation rel, Relation guard, Datum *values, bool *isnull);
 extern bool ac_unique_holds_across(Relation rel, Oid indexid, Oid other);
 
 #endif							/* ARCHIVE_CLUSTER_TIER_UNIQUE_H */
