@@ -58,9 +58,10 @@ GRANT SELECT ON archive_cluster_config TO PUBLIC;
  * view, or DROP TABLE ... CASCADE on one of its tables) is forgotten: its
  * configuration row goes with it, so that the views and runs of the other
  * tables keep working and the name can be registered again.  Whatever table
- * remains keeps its rows.  In table mode, the guard index of a tier cannot
- * be dropped alone (DROP INDEX, or DROP COLUMN of the age column): without
- * it, rows written to the tier would not be checked against the other one.
+ * remains keeps its rows.  In table mode, the last guard index of a tier
+ * cannot be dropped (DROP INDEX, or DROP COLUMN of one of its columns):
+ * without it, rows written to the tier would not be checked against the
+ * other one.
  */
 CREATE FUNCTION archive_cluster_forget_dropped()
 RETURNS event_trigger
@@ -235,11 +236,11 @@ LANGUAGE C;
 
 /*
  * Table mode: every unique index of <t> holds across <t> and <t>_archive.
- * Each tier has an index of access method archive_cluster_guard on its age
- * column: it stores nothing and is never scanned, but every row written to
- * the tier reaches it, and is checked against the other tier once the
- * executor is done with it.  Its operator class takes any type and has no
- * operators.
+ * Each tier has an index of access method archive_cluster_guard on its
+ * primary key and age column: it stores nothing and is never scanned, but
+ * every row written to the tier reaches it, and is checked against the
+ * other tier once the executor is done with it.  Its operator class takes
+ * any type and has no operators.
  */
 CREATE FUNCTION archive_cluster_guard_handler(internal)
 RETURNS index_am_handler

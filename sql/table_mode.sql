@@ -181,6 +181,11 @@ SET ROLE ac_owner;
 SELECT try($$DROP INDEX tm."Orders_id_ts_archive_cluster_guard"$$);
 SELECT try($$DROP INDEX tm."Orders_archive_id_ts_archive_cluster_guard"$$);
 DROP INDEX CONCURRENTLY tm."Orders_id_ts_archive_cluster_guard";
+-- a guard may be created again (to come after a unique index created
+-- later) and the old one dropped then
+CREATE INDEX orders_guard_again ON tm."Orders" USING archive_cluster_guard (id, ts);
+DROP INDEX tm."Orders_id_ts_archive_cluster_guard";
+SELECT try($$INSERT INTO tm."Orders" (ts, cid, email) VALUES (now(), 1, 'e7')$$);
 SELECT try($$ALTER TABLE tm."Orders" DROP COLUMN ts CASCADE$$);
 CREATE TABLE tm.plain (id int PRIMARY KEY, ts timestamp NOT NULL);
 SELECT try($$CREATE INDEX ON tm.plain USING archive_cluster_guard (ts) WITH (fillfactor = 50)$$);
@@ -303,6 +308,19 @@ SELECT try($$UPDATE tm.skip SET cid = 1, n = 7 WHERE email = 'new'$$);
 INSERT INTO tm.skip VALUES (2, 100, now(), 'inside');
 SELECT tableoid::regclass, count(*) FROM tm.skip GROUP BY 1 ORDER BY 1;
 SELECT archive_cluster_unregister('tm.skip') AS rows_back;
+
+-- without a row identity, the guard is on the age column alone
+CREATE TABLE tm.nokey (ts timestamp NOT NULL, cid int NOT NULL, email text UNIQUE);
+INSERT INTO tm.nokey VALUES ('2020-01-01', 1, 'k1'), ('2020-01-01', 2, NULL);
+SELECT archive_cluster_register('tm.nokey', '{cid,ts}', 'ts', '1 day', mode => 'table');
+SELECT pg_get_indexdef(c.oid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+WHERE i.indrelid IN ('tm.nokey'::regclass, 'tm.nokey_archive'::regclass)
+  AND am.amname = 'archive_cluster_guard' ORDER BY 1;
+SELECT status, rows_moved FROM archive_cluster_run('tm.nokey', force => true);
+SELECT try($$INSERT INTO tm.nokey VALUES (now(), 3, 'k1')$$);
+INSERT INTO tm.nokey VALUES (now(), 3, 'k2'), (now(), 4, NULL);
+SELECT archive_cluster_unregister('tm.nokey') AS rows_back;
 
 -- unregister: the rows back in the table, no child, no trigger or guard left
 SELECT archive_cluster_unregister('tm."Orders"') AS rows_back;

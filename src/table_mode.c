@@ -50,10 +50,10 @@ ac_guard_column(const char *name, StringInfo cols, StringInfo label)
 
 /*
  * The columns of tier rel's guard index (tier_guard.c): those of its row
- * identity (ac_identity_key: the primary key), so that the guard is given
- * each row's key and, when the key is beyond the archive's, has nothing to
- * look up and no row to read again; and the age column agecol, which then
- * cannot be dropped alone either.  Into cols quoted and comma-separated;
+ * identity if it has one (ac_identity_key: the primary key), so that the
+ * guard is given each row's key and, when the key is beyond the archive's,
+ * has nothing to look up and no row to read again; and the age column
+ * agecol, which then cannot be dropped alone either.  Into cols quoted and comma-separated;
  * into label, if not NULL, joined by "_" for the index's name, as
  * PostgreSQL names indexes.
  */
@@ -66,12 +66,6 @@ ac_guard_columns(Relation rel, const char *agecol, StringInfo cols, StringInfo l
 	bool		age_in_key = false;
 	int			i;
 
-	if (nkeys == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no primary key or NOT NULL unique index",
-						RelationGetRelationName(rel)),
-				 errhint("Add a primary key.")));
 	for (i = 0; i < nkeys; i++)
 	{
 		const char *name = NameStr(TupleDescAttr(RelationGetDescr(rel), keys[i] - 1)->attname);
