@@ -91,7 +91,7 @@ BEGIN
 		RAISE EXCEPTION 'cannot drop the archive_cluster_guard index of %', r.tier
 			USING ERRCODE = 'dependent_objects_still_exist',
 				  DETAIL = 'It keeps the unique indexes of a table registered in table mode unique across the table and its archive.',
-				  HINT = 'Unregister the table with archive_cluster_unregister() first.';
+				  HINT = 'Create another index of access method archive_cluster_guard on the table first, or unregister the table with archive_cluster_unregister().';
 	END IF;
 END
 $$;

@@ -44,7 +44,8 @@ static void
 ac_guard_column(const char *name, StringInfo cols, StringInfo label)
 {
 	appendStringInfo(cols, "%s%s", cols->len > 0 ? ", " : "", quote_identifier(name));
-	if (label != NULL && label->len + strlen(name) + 1 < NAMEDATALEN)
+	/* as PostgreSQL names indexes: names up to NAMEDATALEN, then no more */
+	if (label != NULL && label->len < NAMEDATALEN)
 		appendStringInfo(label, "%s%s", label->len > 0 ? "_" : "", name);
 }
 
@@ -94,7 +95,7 @@ ac_check_guard(Relation rel, const char *agecol)
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("\"%s\" has no index of access method %s",
 					RelationGetRelationName(rel), AC_GUARD_AM),
-			 errdetail("Its index on the primary key and the age column keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
+			 errdetail("Its guard index keeps the unique indexes of a table registered in table mode unique across the table and its archive."),
 			 errhint("Create it again with CREATE INDEX ON %s USING %s (%s), and look for duplicates written while it was missing.",
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 												RelationGetRelationName(rel)),

@@ -252,6 +252,7 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 				Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
 				IndexInfo *indexInfo)
 {
+	AcGuardAction action;
 	AcGuardRow	row;
 
 	/*
@@ -264,8 +265,14 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 	/* the rows before this one at this level are complete */
 	ac_guard_flush(ac_level);
 
-	/* its keys beyond the archive's: nothing to look up, no row to read */
-	if (ac_unique_skip_check(heap, index, values, isnull))
+	/*
+	 * Its entries in every unique index of the tier made already (the guard
+	 * came after them): checked now, before the statement changes the next
+	 * row, as a unique index checks each row, unless its keys are beyond
+	 * the archive's.  Else once complete.
+	 */
+	action = ac_unique_guard_action(heap, index, values, isnull);
+	if (action == AC_GUARD_SKIP)
 		return false;
 	row.relid = RelationGetRelid(heap);
 	row.filenumber = ac_rel_number(heap);
@@ -273,13 +280,7 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 	row.level = ac_level;
 	row.subid = GetCurrentSubTransactionId();
 	GetUserIdAndSecContext(&row.userid, &row.sec_context);
-
-	/*
-	 * Its entries in every unique index of the tier made already (the guard
-	 * came after them): checked now, before the statement changes the next
-	 * row, as a unique index checks each row.  Else once complete.
-	 */
-	if (ac_unique_before_guard(heap, RelationGetRelid(index)))
+	if (action == AC_GUARD_CHECK)
 		ac_guard_check(&row, heap);
 	else
 		ac_guard_note_row(&row);
@@ -307,7 +308,7 @@ ac_guard_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (!plain)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("an index of access method \"%s\" takes columns only, no expression and no WHERE clause",
+				 errmsg("access method \"%s\" does not support expressions or WHERE clauses",
 						AC_GUARD_AM)));
 	return palloc0(sizeof(IndexBuildResult));
 }

@@ -582,41 +582,37 @@ ac_lock_other(AcUniqueEntry *e)
 }
 
 /*
- * Does the executor make the entries of tier rel's unique indexes before it
- * tells guard index "guard" of a row?  It inserts a row's index entries in
- * the order of the indexes' OIDs.
+ * What guard index "guard" of tier rel does with a row that reaches it,
+ * values and isnull being the guard's columns of the row.  The executor
+ * inserts a row's index entries in the order of the indexes' OIDs: if
+ * those of the tier's unique indexes come after the guard's, the row is
+ * noted, to be checked once complete.  Else it is checked now, unless the
+ * check can be skipped: the key of each unique index is made of the
+ * guard's columns and is beyond the archive's keys (key_range.c: read now,
+ * after the row's own entries are in) or has a NULL that matches nothing.
+ * That is the usual row of <t>, with an identity or time-ordered key,
+ * which the check then need not read again.
  */
-bool
-ac_unique_before_guard(Relation rel, Oid guard)
-{
-	return ac_unique_entry_get(rel)->last_unique < guard;
-}
-
-/*
- * May the check of a row that has reached guard index "guard" of tier rel,
- * values and isnull being the guard's columns of the row, be skipped?  Yes
- * when the row would be checked at once (its entries in every unique index
- * of the tier are in), the key of each unique index is made of the guard's
- * columns, and each key is beyond the archive's keys (key_range.c) or has
- * a NULL that matches nothing: the usual row of <t>, with an identity or
- * time-ordered key, which the check then need not read again.
- */
-bool
-ac_unique_skip_check(Relation rel, Relation guard, Datum *values, bool *isnull)
+AcGuardAction
+ac_unique_guard_action(Relation rel, Relation guard, Datum *values, bool *isnull)
 {
 	AcUniqueEntry *e = ac_unique_entry_get(rel);
 	int2vector *cols = &guard->rd_index->indkey;
 	int			ncols = guard->rd_index->indnatts;
+	uint64		fill;
 	int			npairs;
 	AcUniquePair *pairs;
 	int			i;
 
 	if (!OidIsValid(e->parent))
-		return true;			/* not a tier of a table in table mode */
-	if (OidIsValid(e->missing) || e->last_unique >= RelationGetRelid(guard))
-		return false;
+		return AC_GUARD_SKIP;	/* not a tier of a table in table mode */
+	if (e->last_unique >= RelationGetRelid(guard))
+		return AC_GUARD_NOTE;
+	if (OidIsValid(e->missing))
+		return AC_GUARD_CHECK;	/* which fails */
 
 	/* the entry as it is now: a comparison (user code) may fill it again */
+	fill = e->fill;
 	npairs = e->npairs;
 	pairs = e->pairs;
 	for (i = 0; i < npairs; i++)
@@ -628,7 +624,7 @@ ac_unique_skip_check(Relation rel, Relation guard, Datum *values, bool *isnull)
 		int			k;
 
 		if (!p->simple || p->range == NULL)
-			return false;
+			return AC_GUARD_CHECK;
 		for (k = 0; k < p->nkeys; k++)
 		{
 			int			c = 0;
@@ -636,16 +632,18 @@ ac_unique_skip_check(Relation rel, Relation guard, Datum *values, bool *isnull)
 			while (c < ncols && cols->values[c] != p->attnos[k])
 				c++;
 			if (c == ncols)
-				return false;	/* not given: read from the row */
+				return AC_GUARD_CHECK;	/* not given: read from the row */
 			keyvalues[k] = values[c];
 			keynull[k] = isnull[c];
 			anynull |= isnull[c];
 		}
 		if (!(anynull && !p->nulls_equal) &&
 			!ac_key_range_beyond(p->range, keyvalues, keynull))
-			return false;
+			return AC_GUARD_CHECK;
 	}
-	return true;
+	if (!e->valid || e->fill != fill)
+		return AC_GUARD_CHECK;	/* changed meanwhile: check the row */
+	return AC_GUARD_SKIP;
 }
 
 /*

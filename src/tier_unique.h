@@ -13,8 +13,16 @@
 #include "utils/relcache.h"
 
 extern void ac_unique_check_tuple(Relation rel, HeapTuple tuple);
-extern bool ac_unique_before_guard(Relation rel, Oid guard);
-extern bool ac_unique_skip_check(Relation rel, Relation guard, Datum *values, bool *isnull);
+/* what a guard index does with a row (ac_unique_guard_action) */
+typedef enum AcGuardAction
+{
+	AC_GUARD_SKIP,				/* nothing to look up */
+	AC_GUARD_CHECK,				/* check it now */
+	AC_GUARD_NOTE				/* check it once its index entries are all in */
+} AcGuardAction;
+
+extern AcGuardAction ac_unique_guard_action(Relation rel, Relation guard, Datum *values,
+											bool *isnull);
 extern bool ac_unique_holds_across(Relation rel, Oid indexid, Oid other);
 
 #endif							/* ARCHIVE_CLUSTER_TIER_UNIQUE_H */
