@@ -13,9 +13,9 @@
  *		CHECK and NOT NULL constraints, indexes and outgoing foreign keys,
  *		and no privileges: statements on <t> reach its rows with <t>'s.
  *		Both tiers get a guard index on the columns of the row identity
- *		(the primary key) and the age column, which has each row written to them checked
- *		against the other tier, so that <t>'s unique indexes hold across
- *		both (tier_guard.c, tier_unique.c).
+ *		(the primary key) and the age column, which has each row written
+ *		to them checked against the other tier, so that <t>'s unique
+ *		indexes hold across both (tier_guard.c, tier_unique.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -54,9 +54,9 @@ ac_guard_column(const char *name, StringInfo cols, StringInfo label)
  * identity if it has one (ac_identity_key: the primary key), so that the
  * guard is given each row's key and, when the key is beyond the archive's,
  * has nothing to look up and no row to read again; and the age column
- * agecol, which then cannot be dropped alone either.  Into cols quoted and comma-separated;
- * into label, if not NULL, joined by "_" for the index's name, as
- * PostgreSQL names indexes.
+ * agecol, which then cannot be dropped alone either.  Into cols quoted and
+ * comma-separated; into label, if not NULL, joined by "_" for the index's
+ * name, as PostgreSQL names indexes.
  */
 static void
 ac_guard_columns(Relation rel, const char *agecol, StringInfo cols, StringInfo label)
