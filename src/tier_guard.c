@@ -25,8 +25,9 @@
  *		registration does), the row is checked at once, as a unique index
  *		checks each row before the statement writes the next one.  Else
  *		(a unique index created later) the guard only notes the row (its
- *		TID) and the row is checked once the executor is done with it: when the next row reaches a guard at the same query level,
- *		at the end of the statement (ExecutorRun, ExecutorFinish for
+ *		TID) and the row is checked once the executor is done with it:
+ *		when the next row reaches a guard at the same query level, at the
+ *		end of the statement (ExecutorRun, ExecutorFinish for
  *		data-modifying CTEs, a utility statement such as COPY FROM), or at
  *		the latest before the transaction commits.  It is checked as the
  *		role that wrote it (a SECURITY DEFINER function's owner, say), and
