@@ -8,14 +8,19 @@ MODULE_big = archive_cluster
 OBJS = \
 	src/archive_checks.o \
 	src/archive_cluster.o \
+	src/archive_writer.o \
+	src/compact.o \
 	src/config.o \
 	src/constraints.o \
 	src/guc.o \
 	src/key_probe.o \
 	src/key_range.o \
+	src/key_sample.o \
 	src/launcher.o \
+	src/loose.o \
 	src/mover.o \
 	src/on_conflict.o \
+	src/pace.o \
 	src/pool.o \
 	src/pool_views.o \
 	src/register.o \

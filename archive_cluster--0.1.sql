@@ -40,7 +40,11 @@ CREATE TABLE archive_cluster_run_log (
 	-- constraint), or changed or locked by other transactions meanwhile
 	rows_refused bigint NOT NULL DEFAULT 0,
 	rows_busy bigint NOT NULL DEFAULT 0,
-	left_behind text					-- the first of each: key and reason
+	left_behind text,					-- the first of each: key and reason
+	-- 'archive': a run moved rows into <t>_archive; 'compaction': rows of
+	-- <t>_archive were rewritten in cluster order (rows_moved of them)
+	kind text NOT NULL DEFAULT 'archive' CHECK (kind IN ('archive', 'compaction')),
+	bytes_written bigint NOT NULL DEFAULT 0	-- of the rows written into <t>_archive
 );
 -- each run keeps its table's newest archive_cluster.run_log_max_rows rows
 CREATE INDEX archive_cluster_run_log_relation ON archive_cluster_run_log (relation, run_id);
@@ -49,7 +53,22 @@ SELECT pg_catalog.pg_extension_config_dump('archive_cluster_config', '');
 SELECT pg_catalog.pg_extension_config_dump('archive_cluster_run_log', '');
 SELECT pg_catalog.pg_extension_config_dump('archive_cluster_run_log_run_id_seq', '');
 
-REVOKE ALL ON archive_cluster_config, archive_cluster_run_log FROM PUBLIC;
+/*
+ * The loose pages of each archive: the pages runs appended and the ends of
+ * keys a compaction wrote together, which the next compaction rewrites
+ * (pages a compaction filled with one key's rows are left out).  Page
+ * numbers of the archive's heap, so not dumped: after a restore, compaction
+ * starts again from the following runs.
+ */
+CREATE TABLE archive_cluster_loose (
+	relation regclass PRIMARY KEY
+		REFERENCES archive_cluster_config ON DELETE CASCADE,
+	blocks int8multirange NOT NULL,
+	batches integer NOT NULL,			-- runs' batches since the last compaction, its own loose pages counting as one
+	compacted_at timestamptz			-- the last compaction
+);
+
+REVOKE ALL ON archive_cluster_config, archive_cluster_run_log, archive_cluster_loose FROM PUBLIC;
 -- the view triggers read the configuration as the user running the statement
 GRANT SELECT ON archive_cluster_config TO PUBLIC;
 
@@ -216,6 +235,18 @@ AS 'MODULE_PATHNAME', 'archive_cluster_run'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 1;
 
 /* Threshold and its inputs, computed from the tables' statistics. */
+CREATE FUNCTION archive_cluster_compact(
+	relation regclass DEFAULT NULL,
+	force boolean DEFAULT false,
+	OUT table_name regclass,
+	OUT status text,
+	OUT rows_rewritten bigint,
+	OUT bytes_rewritten bigint,
+	OUT duration interval)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'archive_cluster_compact'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 1;
+
 CREATE FUNCTION archive_cluster_table_state(
 	relation regclass,
 	OUT threshold_rows bigint,
@@ -290,10 +321,17 @@ SELECT c.relation,
 	   CASE WHEN pg_catalog.has_table_privilege(c.relation, 'SELECT') THEN r.last_error END AS last_error,
 	   coalesce(r.runs, 0) AS runs,
 	   coalesce(r.rows_moved, 0) AS total_rows_moved,
+	   -- compaction: the archive's loose pages, and the history
+	   coalesce((SELECT sum(pg_catalog.upper(b) - pg_catalog.lower(b)) FROM pg_catalog.unnest(lo.blocks) b), 0)::bigint AS loose_pages,
+	   coalesce(lo.batches, 0) AS loose_batches,
+	   lo.compacted_at AS last_compaction_at,
+	   coalesce(k.compactions, 0) AS compactions,
+	   coalesce(k.rows_rewritten, 0) AS total_rows_rewritten,
 	   c.registered_at,
 	   c.registered_by
 FROM archive_cluster_config c
 	 CROSS JOIN LATERAL archive_cluster_table_state(c.relation) s
+	 LEFT JOIN archive_cluster_loose lo ON lo.relation = c.relation
 	 LEFT JOIN LATERAL (
 		SELECT max(l.started_at) AS last_run_at,
 			   (array_agg(l.rows_moved ORDER BY l.run_id DESC))[1] AS last_run_rows,
@@ -301,17 +339,24 @@ FROM archive_cluster_config c
 			   count(*) AS runs,
 			   sum(l.rows_moved)::bigint AS rows_moved
 		FROM archive_cluster_run_log l
-		WHERE l.relation = c.relation) r ON true;
+		WHERE l.relation = c.relation AND l.kind = 'archive') r ON true
+	 LEFT JOIN LATERAL (
+		SELECT count(*) AS compactions,
+			   sum(l.rows_moved)::bigint AS rows_rewritten
+		FROM archive_cluster_run_log l
+		WHERE l.relation = c.relation AND l.kind = 'compaction' AND l.error IS NULL) k ON true;
 
 CREATE VIEW archive_cluster_runs AS
 SELECT run_id,
 	   relation,
 	   relation_name,
+	   kind,
 	   started_at,
 	   finished_at,
 	   finished_at - started_at AS duration,
 	   paced,
 	   rows_moved,
+	   bytes_written,
 	   batches,
 	   started_by,
 	   run_as,
@@ -346,7 +391,9 @@ CREATE FUNCTION archive_cluster_fragmentation(
 	OUT max_pages_per_key bigint,
 	OUT ideal_pages_per_key double precision,
 	OUT fragmentation_ratio double precision,
-	OUT rows_per_page_touched double precision)
+	OUT rows_per_page_touched double precision,
+	OUT loose_pages_per_key double precision,
+	OUT compactable_pages_per_key double precision)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'archive_cluster_fragmentation'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE ROWS 3;

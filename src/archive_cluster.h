@@ -11,6 +11,8 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "nodes/pg_list.h"
 #include "utils/palloc.h"
 #include "storage/lockdefs.h"
@@ -48,14 +50,21 @@ typedef struct AcRunResult
 	int64		threshold;
 	bool		more;			/* stopped at max_batches with rows unseen */
 	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */
+	int64		bytes;			/* of the rows written into the archive */
 	TimestampTz started;
 	TimestampTz finished;
 } AcRunResult;
+
+/* kinds of archive_cluster_run_log rows */
+#define AC_KIND_ARCHIVE "archive"
+#define AC_KIND_COMPACTION "compaction"
 
 /* One row of archive_cluster_run_log (ac_log_run). */
 typedef struct AcRunLog
 {
 	Oid			relation;
+	const char *kind;			/* AC_KIND_*; NULL: archive */
+	int64		bytes;			/* of the rows written into the archive */
 	TimestampTz started;
 	TimestampTz finished;
 	int64		rows;
@@ -81,12 +90,18 @@ extern bool ac_load_config(Oid relation, AcTableConfig *cfg);
 extern List *ac_registered_relations(void);
 extern Oid	ac_registered_view_of(Oid relid);
 extern void ac_log_run(const AcRunLog *log);
-extern void ac_log_run_error(Oid relation, TimestampTz started, const char *started_by,
-							 Oid run_as, const char *error);
+extern void ac_log_run_error(Oid relation, const char *kind, TimestampTz started,
+							 const char *started_by, Oid run_as, const char *error);
 extern bool ac_last_run_refused(Oid relation);
-extern TimestampTz ac_run_backoff_until(Oid relation);
+extern TimestampTz ac_run_backoff_until(Oid relation, const char *kind);
 
 /* run.c */
+typedef void (*AcTableWork) (AcTableConfig *cfg, void *arg, AcRunResult *res);
+typedef void (*AcPutResult) (ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res);
+extern void ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work,
+						  void *arg, AcPutResult put);
+extern const char *ac_caller(void);
+extern bool ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status);
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 						 const char *started_by, AcRunResult *res);
 

@@ -29,6 +29,8 @@
 #endif
 #include "pgstat.h"
 #include "storage/buf_internals.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/wait_event.h"
@@ -240,5 +242,29 @@ ac_expanded_view(RangeTblEntry *rte)
 	bool execute_once
 #define AC_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
+
+/*
+ * Add one new page to a relation and return its number; the page is left
+ * empty (all zeros), as the heap's own extension may leave one, for the
+ * next insert to initialize.  Relations grow through ExtendBufferedRel()
+ * since 16, by ReadBuffer(P_NEW) under the extension lock before.
+ */
+static inline BlockNumber
+ac_extend_by_one_page(Relation rel)
+{
+	Buffer		buf;
+	BlockNumber blk;
+
+#if PG_VERSION_NUM >= 160000
+	buf = ExtendBufferedRel(BMR_REL(rel), MAIN_FORKNUM, NULL, 0);
+#else
+	LockRelationForExtension(rel, ExclusiveLock);
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+	UnlockRelationForExtension(rel, ExclusiveLock);
+#endif
+	blk = BufferGetBlockNumber(buf);
+	ReleaseBuffer(buf);
+	return blk;
+}
 
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

@@ -276,19 +276,19 @@ void
 ac_log_run(const AcRunLog *log)
 {
 	char	   *sql;
-	Oid			argtypes[13] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	Oid			argtypes[15] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID, INTERVALOID,
-	INT8OID, INT8OID, TEXTOID};
-	Datum		values[13];
-	char		nulls[13] = "             ";
+	INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID};
+	Datum		values[15];
+	char		nulls[15] = "               ";
 	NameData	runas;
 	Interval   *paced = palloc0(sizeof(Interval));
 	char	   *relname = get_rel_name(log->relation);
 
 	sql = psprintf("INSERT INTO %s (relation, relation_name, started_at, finished_at,"
 				   " rows_moved, batches, started_by, run_as, error, paced,"
-				   " rows_refused, rows_busy, left_behind)"
-				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+				   " rows_refused, rows_busy, left_behind, kind, bytes_written)"
+				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
 				   ac_extension_object("archive_cluster_run_log"));
 	values[0] = ObjectIdGetDatum(log->relation);
 	values[1] = CStringGetTextDatum(relname ? ac_qualified_name(log->relation) : "?");
@@ -310,8 +310,10 @@ ac_log_run(const AcRunLog *log)
 	values[10] = Int64GetDatum(log->rows_refused);
 	values[11] = Int64GetDatum(log->rows_busy);
 	ac_log_text(log->left_behind, &values[12], &nulls[12]);
+	values[13] = CStringGetTextDatum(log->kind ? log->kind : AC_KIND_ARCHIVE);
+	values[14] = Int64GetDatum(log->bytes);
 
-	ac_exec_as_extension_owner(sql, 13, argtypes, values, nulls, SPI_OK_INSERT);
+	ac_exec_as_extension_owner(sql, 15, argtypes, values, nulls, SPI_OK_INSERT);
 
 	sql = psprintf("DELETE FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"
 				   " AND run_id OPERATOR(pg_catalog.<=) (SELECT run_id FROM %s"
@@ -340,12 +342,13 @@ ac_log_run(const AcRunLog *log)
 
 /* Record a run that failed with this error. */
 void
-ac_log_run_error(Oid relation, TimestampTz started, const char *started_by,
-				 Oid run_as, const char *error)
+ac_log_run_error(Oid relation, const char *kind, TimestampTz started,
+				 const char *started_by, Oid run_as, const char *error)
 {
 	AcRunLog	log = {0};
 
 	log.relation = relation;
+	log.kind = kind;
 	log.started = started;
 	log.finished = GetCurrentTimestamp();
 	log.started_by = started_by;
@@ -369,6 +372,7 @@ ac_last_run_refused(Oid relation)
 
 	sql = psprintf("SELECT rows_refused OPERATOR(pg_catalog.>) 0 FROM %s"
 				   " WHERE relation OPERATOR(pg_catalog.=) $1 AND error IS NULL"
+				   " AND kind OPERATOR(pg_catalog.=) '" AC_KIND_ARCHIVE "'"
 				   " ORDER BY run_id DESC LIMIT 1",
 				   ac_extension_object("archive_cluster_run_log"));
 	values[0] = ObjectIdGetDatum(relation);
@@ -391,22 +395,23 @@ ac_last_run_refused(Oid relation)
  * run history, and without memory of its own (workers are short-lived).
  */
 TimestampTz
-ac_run_backoff_until(Oid relation)
+ac_run_backoff_until(Oid relation, const char *kind)
 {
 	char	   *sql;
-	Oid			argtypes[1] = {REGCLASSOID};
-	Datum		values[1];
+	Oid			argtypes[2] = {REGCLASSOID, TEXTOID};
+	Datum		values[2];
 	uint64		n;
 	uint64		failures = 0;
 	TimestampTz latest = 0;
 	int64		secs;
 
 	sql = psprintf("SELECT started_at, error IS NOT NULL FROM %s"
-				   " WHERE relation OPERATOR(pg_catalog.=) $1"
+				   " WHERE relation OPERATOR(pg_catalog.=) $1 AND kind OPERATOR(pg_catalog.=) $2"
 				   " ORDER BY run_id DESC LIMIT 21",
 				   ac_extension_object("archive_cluster_run_log"));
 	values[0] = ObjectIdGetDatum(relation);
-	n = ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_SELECT);
+	values[1] = CStringGetTextDatum(kind);
+	n = ac_exec_as_extension_owner(sql, 2, argtypes, values, NULL, SPI_OK_SELECT);
 	while (failures < n)
 	{
 		bool		isnull;

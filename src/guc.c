@@ -49,6 +49,15 @@ int			archive_cluster_run_flush_after = 32;
 /* archive_cluster.run_max_wal_rate: MB/s of WAL of a run among other writers */
 int			archive_cluster_run_max_wal_rate = 20;
 
+/* archive_cluster.compaction: the background worker compacts archives */
+bool		archive_cluster_compaction = true;
+
+/* archive_cluster.compaction_threshold: pages per key a compaction would save, at least */
+double		archive_cluster_compaction_threshold = 1.0;
+
+/* archive_cluster.compaction_max_wal_rate: MB/s of WAL of a compaction */
+int			archive_cluster_compaction_max_wal_rate = 20;
+
 /* archive_cluster.lock_timeout: ms a run waits for a table's lock, then skips it */
 int			archive_cluster_lock_timeout = 1000;
 
@@ -231,6 +240,33 @@ ac_define_gucs(void)
 							"Commits wait for the WAL written before them, a run's too.  A run "
 							"alone is not slowed down.  0: no limit.",
 							&archive_cluster_run_max_wal_rate,
+							20, 0, 10000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("archive_cluster.compaction",
+							 "Whether the background worker compacts the archives of registered tables.",
+							 "A table's archive is compacted when archive_cluster_compact() finds it due "
+							 "(archive_cluster.compaction_threshold).",
+							 &archive_cluster_compaction,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("archive_cluster.compaction_threshold",
+							 "Heap pages per key that a compaction of an archive must save, on average, "
+							 "for it to be due.",
+							 "Measured on keys sampled from the archive's cluster index: the loose pages "
+							 "of a key's rows, less the pages those rows would fill rewritten together.",
+							 &archive_cluster_compaction_threshold,
+							 1.0, 0.0, 1000.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.compaction_max_wal_rate",
+							"Megabytes of WAL per second a compaction writes at most.",
+							"A compaction is paced whether others write or not.  0: no limit.",
+							&archive_cluster_compaction_max_wal_rate,
 							20, 0, 10000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);

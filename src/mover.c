@@ -15,8 +15,9 @@
  *		   SQLSTATE 40001 instead of skipping it as deleted;
  *		3. sort those rows by the cluster key (tuplesort);
  *		4. append them to <t>_archive with multi-inserts, then insert their
- *		   index entries, sorted per index (ac_index_sorts_*);
- *		paced among other writers (ac_throttle).  All of it happens in the
+ *		   index entries, sorted per index (archive_writer.c), and note the
+ *		   pages written in the archive's loose set (loose.c);
+ *		paced among other writers (pace.c).  All of it happens in the
  *		caller's transaction, so it commits or rolls back as a whole: a row
  *		is in exactly one of the two tables.
  *
@@ -74,46 +75,29 @@
 
 #include "archive_checks.h"
 #include "archive_cluster.h"
+#include "archive_writer.h"
 #include "compat.h"
 #include "constraints.h"
 #include "key_range.h"
+#include "loose.h"
 #include "mover.h"
+#include "pace.h"
 #include "table_mode.h"
 #include "threshold.h"
 #include "tier_guard.h"
 #include "tiers.h"
 
-/* rows handed to table_multi_insert() at a time */
-#define AC_MULTI_INSERT 1000
-
-/* The view column (0-based) of a configured column name; error if gone. */
-static int
-ac_view_column(Relation view, const char *name)
-{
-	int			col = ac_view_column_named(view, name);
-
-	if (col < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of view \"%s\" does not exist",
-						name, RelationGetRelationName(view)),
-				 errhint("The cluster_by and age_column of a registered table must stay columns of its view; rename the column back.")));
-	return col;
-}
-
 /* State of one run of the mover over one table. */
 typedef struct AcMover
 {
+	Oid			relation;		/* as registered */
 	Relation	cur;
 	Relation	arc;
-	EState	   *estate;
-	ResultRelInfo *rri;
+	AcWriter	w;				/* into the archive */
+	AcPace		pace;			/* archive_cluster.run_max_wal_rate, among writers */
 	AttrMap    *map;			/* columns of archive from current; NULL: same */
-	BulkInsertState bistate;
 	TupleTableSlot *fetchslot;
 	TupleTableSlot *sortslot;
-	TupleTableSlot *slots[AC_MULTI_INSERT];
-	int			nslots;
 	int			nkeys;
 	AttrNumber	sortcols[AC_MAX_CLUSTER_COLS];
 	Oid			sortops[AC_MAX_CLUSTER_COLS];
@@ -121,224 +105,12 @@ typedef struct AcMover
 	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
 	CommandId	cid;
 	bool		changing_tier;	/* table mode: deletes mark rows as moved */
-	bool		sorted_indexes; /* index entries sorted per index, see below */
-	Tuplesortstate **isorts;	/* one per index of the archive */
-	ExprState **predicates;		/* of partial indexes */
-	/* pacing by archive_cluster.run_max_wal_rate, see ac_throttle() */
-	int			throttle_calls;
-	FullTransactionId next_xid; /* at the previous check */
-	bool		had_xid;		/* the run's own transaction ID was assigned */
-	TimestampTz others_seen;	/* when others last began writing */
-	bool		pacing;
-	TimestampTz pace_start;
-	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
-	int64		paced_us;		/* time slept */
 	/* careful runs: each eligible row checked against the archive first */
 	AcArchiveChecks *checks;
 	TupleTableSlot *checkslot;
 	MemoryContext rowcxt;		/* reset after each row checked */
 	AcMoveResult *res;			/* rows left behind are counted here */
 } AcMover;
-
-/* how long after the last sign of other writers a run still paces itself */
-#define AC_OTHERS_RECENT_US		1000000
-
-/*
- * Pace the run while other transactions are writing: a commit has to flush
- * the WAL written before its commit record, the run's too, so a run writing
- * hundreds of megabytes in a few seconds makes every concurrent commit wait
- * (docs/benchmarks.md, target 5).  While other transactions began writing
- * (took a transaction ID) within the last second, the run sleeps as needed
- * to keep its own WAL under archive_cluster.run_max_wal_rate; alone, it goes
- * at full speed.  Called for every row and index entry; looks every 256.
- */
-static void
-ac_throttle(AcMover *m)
-{
-	FullTransactionId next;
-	TimestampTz now;
-	uint64		assigned;
-	double		ahead_ms;
-
-	if (archive_cluster_run_max_wal_rate <= 0 || ++m->throttle_calls % 256 != 0)
-		return;
-	next = ReadNextFullTransactionId();
-	now = GetCurrentTimestamp();
-	if (m->throttle_calls == 256)
-		assigned = 0;			/* first look: nothing to compare with */
-	else
-		assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(m->next_xid);
-	/* the run's own transaction ID, assigned at its first delete */
-	if (!m->had_xid && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
-	{
-		m->had_xid = true;
-		if (assigned > 0)
-			assigned--;
-	}
-	m->next_xid = next;
-	if (assigned > 0)
-		m->others_seen = now;
-
-	if (m->throttle_calls == 256 || now - m->others_seen > AC_OTHERS_RECENT_US)
-	{
-		m->pacing = false;
-		return;
-	}
-	if (!m->pacing)
-	{
-		m->pacing = true;
-		m->pace_start = now;
-		m->pace_wal = pgWalUsage.wal_bytes;
-		return;
-	}
-	ahead_ms = (double) (pgWalUsage.wal_bytes - m->pace_wal) * 1000.0 /
-		(archive_cluster_run_max_wal_rate * 1048576.0) -
-		(double) (now - m->pace_start) / 1000.0;
-	if (ahead_ms >= 1.0)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 (long) Min(ahead_ms, 1000.0),
-						 ac_wait_event("ArchiveClusterRunPacing"));
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		m->paced_us += GetCurrentTimestamp() - now;
-	}
-}
-
-/*
- * Index entries of a batch.  With only btree indexes (no exclusion or
- * deferred constraints), they are sorted per index and inserted in index
- * order: each index is then walked from left to right, and an index whose
- * key grows with time (an id, a timestamp) gets its entries appended at its
- * rightmost page, where btree inserts take a fast path.  Otherwise they are
- * inserted row by row as an INSERT would.
- */
-static bool
-ac_can_sort_indexes(ResultRelInfo *rri)
-{
-	int			i;
-
-	for (i = 0; i < rri->ri_NumIndices; i++)
-	{
-		Relation	index = rri->ri_IndexRelationDescs[i];
-		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
-
-		if (index->rd_rel->relam != BTREE_AM_OID || ii->ii_ExclusionOps != NULL ||
-			!index->rd_index->indimmediate)
-			return false;
-	}
-	return true;
-}
-
-static void
-ac_index_sorts_begin(AcMover *m)
-{
-	int			n = m->rri->ri_NumIndices;
-	int			workmem = Max(maintenance_work_mem / Max(n, 1), 1024);
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		Relation	index = m->rri->ri_IndexRelationDescs[i];
-
-		m->isorts[i] = tuplesort_begin_index_btree(m->arc, index, false, false,
-												   workmem, NULL, TUPLESORT_NONE);
-	}
-}
-
-/* Add the index entries of one appended row to the sorts. */
-static void
-ac_index_sorts_put(AcMover *m, TupleTableSlot *slot)
-{
-	ExprContext *econtext = GetPerTupleExprContext(m->estate);
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	int			i;
-
-	econtext->ecxt_scantuple = slot;
-	for (i = 0; i < m->rri->ri_NumIndices; i++)
-	{
-		IndexInfo  *ii = m->rri->ri_IndexRelationInfo[i];
-
-		/* being built by CREATE INDEX CONCURRENTLY: not yet, as INSERT does */
-		if (!ii->ii_ReadyForInserts)
-			continue;
-		if (ii->ii_Predicate != NIL)
-		{
-			if (m->predicates[i] == NULL)
-				m->predicates[i] = ExecPrepareQual(ii->ii_Predicate, m->estate);
-			if (!ExecQual(m->predicates[i], econtext))
-				continue;
-		}
-		FormIndexDatum(ii, slot, m->estate, values, isnull);
-		tuplesort_putindextuplevalues(m->isorts[i], m->rri->ri_IndexRelationDescs[i],
-									  &slot->tts_tid, values, isnull);
-	}
-}
-
-/* Insert the sorted entries of each index; unique indexes are checked. */
-static void
-ac_index_sorts_finish(AcMover *m)
-{
-	int			i;
-
-	for (i = 0; i < m->rri->ri_NumIndices; i++)
-	{
-		Relation	index = m->rri->ri_IndexRelationDescs[i];
-		IndexInfo  *ii = m->rri->ri_IndexRelationInfo[i];
-		TupleDesc	desc = RelationGetDescr(index);
-		IndexTuple	itup;
-		Datum		values[INDEX_MAX_KEYS];
-		bool		isnull[INDEX_MAX_KEYS];
-
-		tuplesort_performsort(m->isorts[i]);
-		while ((itup = tuplesort_getindextuple(m->isorts[i], true)) != NULL)
-		{
-			CHECK_FOR_INTERRUPTS();
-			ac_throttle(m);
-			index_deform_tuple(itup, desc, values, isnull);
-			index_insert(index, values, isnull, &itup->t_tid, m->arc,
-						 index->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-						 false, ii);
-		}
-		tuplesort_end(m->isorts[i]);
-		m->isorts[i] = NULL;
-	}
-}
-
-/* Append the buffered slots to the archive, then their index entries. */
-static void
-ac_flush(AcMover *m)
-{
-	int			i;
-
-	if (m->nslots == 0)
-		return;
-	/*
-	 * Skip the free space map: reusing holes left in earlier pages would put
-	 * rows of later keys among those of earlier ones.  Always append.
-	 */
-	table_multi_insert(m->arc, m->slots, m->nslots, m->cid,
-					   TABLE_INSERT_SKIP_FSM, m->bistate);
-	for (i = 0; i < m->nslots; i++)
-	{
-		if (m->rri->ri_NumIndices > 0 && m->sorted_indexes)
-			ac_index_sorts_put(m, m->slots[i]);
-		else if (m->rri->ri_NumIndices > 0)
-		{
-			List	   *recheck = ac_insert_index_tuples(m->rri, m->slots[i], m->estate);
-
-			if (recheck != NIL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("deferrable unique constraints on \"%s\" are not supported",
-								RelationGetRelationName(m->arc))));
-		}
-		ExecClearTuple(m->slots[i]);
-		ResetPerTupleExprContext(m->estate);
-	}
-	m->nslots = 0;
-}
 
 /* A row another transaction changed or locked since the scan. */
 static void
@@ -402,7 +174,7 @@ ac_move_rows(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		TM_Result	res;
 
 		CHECK_FOR_INTERRUPTS();
-		ac_throttle(m);
+		ac_pace(&m->pace);
 		res = table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
 								 InvalidSnapshot, false, &tmfd, m->changing_tier);
 		if (res != TM_Ok)
@@ -423,28 +195,26 @@ ac_move_rows(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 	ac_pause_point("deleted", 2);
 
 	tuplesort_performsort(sort);
-	if (m->sorted_indexes)
-		ac_index_sorts_begin(m);
 	while (tuplesort_gettupleslot(sort, true, false, m->sortslot, NULL))
 	{
-		TupleTableSlot *dst = m->slots[m->nslots];
+		TupleTableSlot *dst = ac_writer_slot(&m->w);
 
 		CHECK_FOR_INTERRUPTS();
-		ac_throttle(m);
 		if (m->map)
 			execute_attr_map_slot(m->map, m->sortslot, dst);
 		else
 			ExecCopySlot(dst, m->sortslot);
 		/* constraints added to the archive alone are checked too */
 		if (m->arc->rd_att->constr)
-			ExecConstraints(m->rri, dst, m->estate);
-		if (++m->nslots == AC_MULTI_INSERT)
-			ac_flush(m);
+			ExecConstraints(m->w.rri, dst, m->w.estate);
+		ac_writer_add(&m->w);
 	}
-	ac_flush(m);
+	ac_writer_flush(&m->w);
 	tuplesort_end(sort);
-	if (m->sorted_indexes)
-		ac_index_sorts_finish(m);
+	ac_writer_finish(&m->w);
+	/* the batch's pages are loose: a compaction may rewrite them */
+	ac_loose_add(m->relation, m->w.blocks, m->w.nblocks);
+	m->w.nblocks = 0;
 	CommandCounterIncrement();
 	return moved;
 }
@@ -508,6 +278,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 
 	memset(&m, 0, sizeof(m));
 	m.res = res;
+	m.relation = cfg->relation;
 	m.cur = table_open(cfg->current, RowExclusiveLock);
 	m.arc = table_open(cfg->archive, RowExclusiveLock);
 	m.cid = GetCurrentCommandId(true);
@@ -540,7 +311,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	else
 		ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
 
-	ageattno = curatt[ac_view_column(view, cfg->age_column)];
+	ageattno = curatt[ac_view_column_required(view, cfg->age_column)];
 	agetype = getBaseType(TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);
 	if (agetype != TIMESTAMPOID && agetype != TIMESTAMPTZOID)
 		ereport(ERROR,
@@ -554,7 +325,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	m.nkeys = cfg->ncluster;
 	for (i = 0; i < cfg->ncluster; i++)
 	{
-		AttrNumber	attno = curatt[ac_view_column(view, cfg->cluster_by[i])];
+		AttrNumber	attno = curatt[ac_view_column_required(view, cfg->cluster_by[i])];
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), attno - 1);
 
 		m.sortcols[i] = attno;
@@ -625,28 +396,19 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	}
 	relation_close(view, NoLock);
 
-	m.estate = CreateExecutorState();
-	m.rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(m.rri, m.arc, 0, NULL, 0);
+	ac_pace_init(&m.pace, archive_cluster_run_max_wal_rate, false,
+				 ac_wait_event("ArchiveClusterRunPacing"));
 	/* careful: unique indexes are probed as for ON CONFLICT */
-	ExecOpenIndices(m.rri, careful);
-	/* rows moved keep their keys: no cross-tier check (table mode) */
-	ac_guard_leave_out(m.rri);
+	ac_writer_begin(&m.w, m.arc, careful, &m.pace);
 	if (careful)
 	{
-		m.checks = ac_archive_checks_begin(m.rri, m.estate);
+		m.checks = ac_archive_checks_begin(m.w.rri, m.w.estate);
 		m.checkslot = table_slot_create(m.arc, NULL);
 		m.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster row check",
 										 ALLOCSET_DEFAULT_SIZES);
 	}
-	m.sorted_indexes = ac_can_sort_indexes(m.rri);
-	m.isorts = palloc0(sizeof(Tuplesortstate *) * Max(m.rri->ri_NumIndices, 1));
-	m.predicates = palloc0(sizeof(ExprState *) * Max(m.rri->ri_NumIndices, 1));
-	m.bistate = GetBulkInsertState();
 	m.fetchslot = table_slot_create(m.cur, NULL);
 	m.sortslot = MakeSingleTupleTableSlot(RelationGetDescr(m.cur), &TTSOpsMinimalTuple);
-	for (i = 0; i < AC_MULTI_INSERT; i++)
-		m.slots[i] = table_slot_create(m.arc, NULL);
 
 	batch_rows = Max(threshold, (int64) archive_cluster_max_batch_rows);
 	maxtids = Min(batch_rows, 1024 * 1024);
@@ -702,16 +464,12 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	ExecDropSingleTupleTableSlot(m.sortslot);
 	if (m.checkslot)
 		ExecDropSingleTupleTableSlot(m.checkslot);
-	for (i = 0; i < AC_MULTI_INSERT; i++)
-		ExecDropSingleTupleTableSlot(m.slots[i]);
-	FreeBulkInsertState(m.bistate);
-	table_finish_bulk_insert(m.arc, TABLE_INSERT_SKIP_FSM);
-	ExecCloseIndices(m.rri);
-	FreeExecutorState(m.estate);
+	res->bytes = m.w.bytes;
+	ac_writer_end(&m.w);
 	pfree(tids);
 	table_close(m.arc, NoLock);
 	table_close(m.cur, NoLock);
-	res->paced_us = m.paced_us;
+	res->paced_us = m.pace.paced_us;
 }
 
 /* A copy in the caller's memory of a string of the mover's (NULL stays). */

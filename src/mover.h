@@ -14,6 +14,7 @@
 typedef struct AcMoveResult
 {
 	int64		moved;
+	int64		bytes;			/* of the rows written into the archive */
 	int			batches;
 	bool		more_left;		/* stopped at max_batches with rows unseen */
 	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */

@@ -97,6 +97,54 @@ ac_still_registered(AcTableConfig *cfg)
 		now.current == cfg->current && now.archive == cfg->archive;
 }
 
+/*
+ * Take a registered table's run lock (runs and compactions of a table never
+ * overlap), then the locks of its view and tables, waiting a bounded time:
+ * a lock held for long (even by the table's owner) skips this table, never
+ * stalls the caller's other tables.  An unregistration (or a DROP) may have
+ * committed since the caller read the configuration, while this waited:
+ * then look again.  False, with *status set and a NOTICE (a LOG in the
+ * worker) saying why, when the table is skipped.
+ */
+bool
+ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
+{
+	int			elevel = ac_is_background_worker() ? LOG : NOTICE;
+
+	if (!ac_try_run_lock(cfg->relation))
+	{
+		*status = "skipped: another run in progress";
+		ereport(elevel,
+				(errmsg("skipping \"%s\": another archive run or compaction is in progress",
+						relname)));
+		return false;
+	}
+
+	ac_pause_point("locked", 1);
+
+	if (!ac_lock_relation_bounded(cfg->relation, AccessShareLock, archive_cluster_lock_timeout) ||
+		!ac_lock_relation_bounded(cfg->current, RowExclusiveLock, archive_cluster_lock_timeout) ||
+		!ac_lock_relation_bounded(cfg->archive, RowExclusiveLock, archive_cluster_lock_timeout))
+	{
+		*status = "skipped: lock not available";
+		ereport(elevel,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("skipping \"%s\": could not lock its view or tables within archive_cluster.lock_timeout (%d ms)",
+						relname, archive_cluster_lock_timeout),
+				 errhint("Another transaction holds a conflicting lock; a later run will try again.")));
+		return false;
+	}
+	if (!ac_still_registered(cfg))
+	{
+		*status = "skipped: no longer registered";
+		ereport(elevel,
+				(errmsg("skipping \"%s\": it is no longer registered with archive_cluster",
+						relname)));
+		return false;
+	}
+	return true;
+}
+
 /* the first busy row, as a sentence */
 static char *
 ac_busy_text(AcMoveResult *mv)
@@ -178,6 +226,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	res->batches = 0;
 	res->more = false;
 	res->paced_us = 0;
+	res->bytes = 0;
 	res->threshold = 0;
 	res->started = GetCurrentTimestamp();
 	res->finished = res->started;
@@ -186,44 +235,8 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", cfg->relation)));
-	if (!ac_try_run_lock(cfg->relation))
-	{
-		res->status = "skipped: another run in progress";
-		ereport(ac_is_background_worker() ? LOG : NOTICE,
-				(errmsg("skipping \"%s\": another archive run is in progress",
-						relname)));
+	if (!ac_table_lock(cfg, relname, &res->status))
 		return;
-	}
-
-	ac_pause_point("locked", 1);
-
-	/*
-	 * Take the view's and the tables' locks, waiting a bounded time: a lock
-	 * held for long (even by the table's owner) skips this table, never
-	 * stalls the caller's other tables.  An unregistration (or a DROP) may
-	 * have committed since the caller read the configuration, while this run
-	 * waited: then look again.
-	 */
-	if (!ac_lock_relation_bounded(cfg->relation, AccessShareLock, archive_cluster_lock_timeout) ||
-		!ac_lock_relation_bounded(cfg->current, RowExclusiveLock, archive_cluster_lock_timeout) ||
-		!ac_lock_relation_bounded(cfg->archive, RowExclusiveLock, archive_cluster_lock_timeout))
-	{
-		res->status = "skipped: lock not available";
-		ereport(ac_is_background_worker() ? LOG : NOTICE,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("skipping \"%s\": could not lock its view or tables within archive_cluster.lock_timeout (%d ms)",
-						relname, archive_cluster_lock_timeout),
-				 errhint("Another transaction holds a conflicting lock; a later run will try again.")));
-		return;
-	}
-	if (!ac_still_registered(cfg))
-	{
-		res->status = "skipped: no longer registered";
-		ereport(ac_is_background_worker() ? LOG : NOTICE,
-				(errmsg("skipping \"%s\": it is no longer registered with archive_cluster",
-						relname)));
-		return;
-	}
 
 	ac_compute_threshold(cfg, &th);
 	res->threshold = th.rows;
@@ -250,6 +263,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	res->batches = mv.batches;
 	res->more = mv.more_left;
 	res->paced_us = mv.paced_us;
+	res->bytes = mv.bytes;
 	res->status = res->batches > 0 ? "archived" : "not due";
 	ac_report_left(cfg, relname, &mv);
 
@@ -264,6 +278,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 		log.rows = res->rows;
 		log.batches = res->batches;
 		log.paced_us = res->paced_us;
+		log.bytes = mv.bytes;
 		log.started_by = started_by;
 		log.run_as = owner;
 		log.rows_refused = mv.refused;
@@ -291,10 +306,11 @@ ac_put_result(ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res)
 }
 
 /*
- * How a call of archive_cluster_run() was started: by a pg_cron job (its
- * background worker, or its libpq connection), else by hand.
+ * How a call of archive_cluster_run() or archive_cluster_compact() was
+ * started: by a pg_cron job (its background worker, or its libpq
+ * connection), else by hand.
  */
-static const char *
+const char *
 ac_caller(void)
 {
 	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_type, "pg_cron") == 0)
@@ -305,38 +321,25 @@ ac_caller(void)
 }
 
 /*
- * archive_cluster_run(relation regclass DEFAULT NULL, force boolean DEFAULT
- * false, max_batches integer DEFAULT NULL)
+ * The body of archive_cluster_run() and archive_cluster_compact(), whose
+ * first argument is a relation (NULL: all): "work" does one table and
+ * "put" adds its result row to the SRF's result.
  *
- * With a relation: run that table (errors are raised).  Without: every
+ * With a relation: that table (errors are raised).  Without: every
  * registered table that the caller owns; an error in one table is
  * reported as a WARNING (its own SQLSTATE, message, detail and hint, and a
- * context line naming the table), recorded, and the others go on.  A query
- * cancel or statement_timeout is not a table's error: it ends the call.
+ * context line naming the table), recorded (of this kind), and the others
+ * go on.  A query cancel or statement_timeout is not a table's error: it
+ * ends the call.
  */
-Datum
-archive_cluster_run(PG_FUNCTION_ARGS)
+void
+ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void *arg,
+			  AcPutResult put)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		force;
-	int			max_batches = 0;
 	AcTableConfig cfg;
 	AcRunResult res;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("force must not be NULL")));
-	force = PG_GETARG_BOOL(1);
-	if (!PG_ARGISNULL(2))
-	{
-		max_batches = PG_GETARG_INT32(2);
-		if (max_batches < 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("max_batches must be at least 1"),
-					 errhint("Pass NULL for no limit.")));
-	}
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -364,8 +367,8 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 					 errhint("Register it first with archive_cluster_register().")));
 		}
 		ac_check_owner(relation);
-		ac_run_table(&cfg, force, max_batches, ac_caller(), &res);
-		ac_put_result(rsinfo, relation, &res);
+		work(&cfg, arg, &res);
+		put(rsinfo, relation, &res);
 	}
 	else
 	{
@@ -388,7 +391,7 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 			MemoryContextSwitchTo(oldcxt);
 			PG_TRY();
 			{
-				ac_run_table(&cfg, force, max_batches, ac_caller(), &res);
+				work(&cfg, arg, &res);
 				ReleaseCurrentSubTransaction();
 				MemoryContextSwitchTo(oldcxt);
 				CurrentResourceOwner = oldowner;
@@ -411,17 +414,58 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 				res.status = psprintf("error: %s", edata->message);
 				res.rows = 0;
 				res.batches = 0;
+				res.bytes = 0;
 				res.finished = GetCurrentTimestamp();
-				ac_log_run_error(relation, res.started, ac_caller(), GetUserId(),
+				ac_log_run_error(relation, kind, res.started, ac_caller(), GetUserId(),
 								 edata->message);
 				FreeErrorData(edata);
 			}
 			PG_END_TRY();
-			ac_put_result(rsinfo, relation, &res);
+			put(rsinfo, relation, &res);
 		}
 	}
 
 	SPI_finish();
-	return (Datum) 0;
 }
 
+/* archive_cluster_run()'s arguments, for ac_run_work() */
+typedef struct AcRunArgs
+{
+	bool		force;
+	int			max_batches;
+} AcRunArgs;
+
+static void
+ac_run_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
+{
+	AcRunArgs  *a = (AcRunArgs *) arg;
+
+	ac_run_table(cfg, a->force, a->max_batches, ac_caller(), res);
+}
+
+/*
+ * archive_cluster_run(relation regclass DEFAULT NULL, force boolean DEFAULT
+ * false, max_batches integer DEFAULT NULL): see ac_each_table().
+ */
+Datum
+archive_cluster_run(PG_FUNCTION_ARGS)
+{
+	AcRunArgs	args = {false, 0};
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("force must not be NULL")));
+	args.force = PG_GETARG_BOOL(1);
+	if (!PG_ARGISNULL(2))
+	{
+		args.max_batches = PG_GETARG_INT32(2);
+		if (args.max_batches < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_batches must be at least 1"),
+					 errhint("Pass NULL for no limit.")));
+	}
+	ac_each_table(fcinfo, AC_KIND_ARCHIVE, ac_run_work, &args, ac_put_result);
+	return (Datum) 0;
+}

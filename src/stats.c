@@ -43,7 +43,10 @@
 #include "utils/snapmgr.h"
 
 #include "archive_cluster.h"
+#include "compact.h"
 #include "compat.h"
+#include "key_sample.h"
+#include "loose.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_fragmentation);
 PG_FUNCTION_INFO_V1(archive_cluster_buffers);
@@ -52,25 +55,6 @@ PG_FUNCTION_INFO_V1(archive_cluster_buffers);
 
 /* keys sampled by the buffers function to get rows per page touched */
 #define AC_BUFFERS_SAMPLE_KEYS 50
-
-/* The sampled keys, sorted, and how to compare and look them up. */
-typedef struct AcKeys
-{
-	int			nkeys;
-	Datum	   *keys;
-	FmgrInfo	cmp;			/* btree comparison support function */
-	Oid			collation;
-	Oid			eqproc;			/* the "=" operator's function */
-	bool		typbyval;
-	int16		typlen;
-} AcKeys;
-
-/* One tier's heap pages and rows for each sampled key. */
-typedef struct AcTierCounts
-{
-	int64	   *rows;
-	int64	   *pages;
-} AcTierCounts;
 
 /* One output row of archive_cluster_fragmentation(). */
 typedef struct AcFragRow
@@ -81,279 +65,10 @@ typedef struct AcFragRow
 	double		p95_pages;
 	int64		max_pages;
 	double		avg_ideal;
+	bool		has_loose;		/* the archive of a registered table */
+	double		avg_loose_pages;
+	double		avg_compactable;
 } AcFragRow;
-
-/*
- * A valid, non-partial btree index of heap whose leading column is attnum;
- * InvalidOid when there is none.
- */
-static Oid
-ac_key_index(Relation heap, AttrNumber attnum)
-{
-	List	   *indexes = RelationGetIndexList(heap);
-	ListCell   *lc;
-	Oid			result = InvalidOid;
-
-	foreach(lc, indexes)
-	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-
-		if (index->rd_rel->relam == BTREE_AM_OID &&
-			index->rd_index->indisvalid &&
-			index->rd_index->indkey.values[0] == attnum &&
-			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
-			result = RelationGetRelid(index);
-		index_close(index, AccessShareLock);
-		if (OidIsValid(result))
-			break;
-	}
-	list_free(indexes);
-	return result;
-}
-
-/* Open the key index of a tier, or fail with a hint. */
-static Relation
-ac_open_key_index(Relation heap, const char *keycol)
-{
-	AttrNumber	attnum = get_attnum(RelationGetRelid(heap), keycol);
-	Oid			indexid;
-
-	if (attnum == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of relation \"%s\" does not exist",
-						keycol, RelationGetRelationName(heap))));
-	indexid = ac_key_index(heap, attnum);
-	if (!OidIsValid(indexid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("no btree index of \"%s\" has \"%s\" as its leading column",
-						RelationGetRelationName(heap), keycol),
-				 errhint("Fragmentation is read from such an index; create one, e.g. CREATE INDEX ON %s (%s).",
-						 quote_identifier(RelationGetRelationName(heap)),
-						 quote_identifier(keycol))));
-	return index_open(indexid, AccessShareLock);
-}
-
-static int
-ac_compare_keys(const void *a, const void *b, void *arg)
-{
-	AcKeys	   *k = (AcKeys *) arg;
-
-	return DatumGetInt32(FunctionCall2Coll(&k->cmp, k->collation,
-										   *(const Datum *) a, *(const Datum *) b));
-}
-
-/* Comparison and equality for the leading column of index. */
-static void
-ac_keys_init(AcKeys *k, Relation index)
-{
-	Oid			opfamily = index->rd_opfamily[0];
-	Oid			opcintype = index->rd_opcintype[0];
-	Oid			eqop;
-
-	memset(k, 0, sizeof(AcKeys));
-	fmgr_info_copy(&k->cmp, index_getprocinfo(index, 1, BTORDER_PROC), CurrentMemoryContext);
-	k->collation = index->rd_indcollation[0];
-	eqop = get_opfamily_member(opfamily, opcintype, opcintype, BTEqualStrategyNumber);
-	if (!OidIsValid(eqop))
-		elog(ERROR, "no equality operator for the key of index \"%s\"",
-			 RelationGetRelationName(index));
-	k->eqproc = get_opcode(eqop);
-	get_typlenbyval(TupleDescAttr(RelationGetDescr(index), 0)->atttypid,
-					&k->typlen, &k->typbyval);
-}
-
-/*
- * Add the leading key of one item, or of every item, of a leaf page of a
- * btree index to keys[].  Consecutive equal keys of a page are added once.
- */
-static void
-ac_keys_from_block(Relation index, BlockNumber blkno, pg_prng_state *rng,
-				   bool all, AcKeys *k, int *maxkeys)
-{
-	Buffer		buf;
-	Page		page;
-	BTPageOpaque opaque;
-	OffsetNumber first;
-	OffsetNumber last;
-	OffsetNumber off;
-	TupleDesc	desc = RelationGetDescr(index);
-	Datum		prev = (Datum) 0;
-	bool		have_prev = false;
-
-	buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	opaque = BTPageGetOpaque(page);
-	if (PageIsNew(page) || !P_ISLEAF(opaque) || P_IGNORE(opaque))
-	{
-		UnlockReleaseBuffer(buf);
-		return;
-	}
-	first = P_FIRSTDATAKEY(opaque);
-	last = PageGetMaxOffsetNumber(page);
-	if (first > last)
-	{
-		UnlockReleaseBuffer(buf);
-		return;
-	}
-	if (!all)
-		first = last = (OffsetNumber) pg_prng_uint64_range(rng, first, last);
-
-	for (off = first; off <= last; off++)
-	{
-		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
-		bool		isnull;
-		Datum		key = index_getattr(itup, 1, desc, &isnull);
-
-		if (isnull)
-			continue;
-		if (have_prev && ac_compare_keys(&prev, &key, k) == 0)
-			continue;
-		if (k->nkeys == *maxkeys)
-		{
-			*maxkeys *= 2;
-			k->keys = repalloc_huge(k->keys, sizeof(Datum) * *maxkeys);
-		}
-		k->keys[k->nkeys++] = datumCopy(key, k->typbyval, k->typlen);
-		prev = key;
-		have_prev = true;
-	}
-	UnlockReleaseBuffer(buf);
-}
-
-/* Keep a seeded choice of "want" of the sorted, distinct keys, sorted. */
-static void
-ac_choose_keys(AcKeys *k, int want, pg_prng_state *rng)
-{
-	int			i;
-
-	if (k->nkeys <= want)
-		return;
-	for (i = 0; i < want; i++)
-	{
-		int			j = (int) pg_prng_uint64_range(rng, i, k->nkeys - 1);
-		Datum		tmp = k->keys[i];
-
-		k->keys[i] = k->keys[j];
-		k->keys[j] = tmp;
-	}
-	k->nkeys = want;
-	qsort_arg(k->keys, k->nkeys, sizeof(Datum), ac_compare_keys, k);
-}
-
-/*
- * Sample up to "want" distinct keys of an index: one item from each of
- * random blocks (every item of a small index), then a seeded choice among
- * the distinct keys found.  The result is sorted.
- */
-static void
-ac_sample_keys(Relation index, int want, pg_prng_state *rng, AcKeys *k)
-{
-	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
-	int			maxkeys = 1024;
-	int			probes = want * 3;
-	int			ndistinct;
-	int			i;
-
-	k->keys = palloc(sizeof(Datum) * maxkeys);
-	k->nkeys = 0;
-	if (nblocks <= 1)
-		return;
-
-	if (nblocks - 1 <= (BlockNumber) probes)
-	{
-		for (i = 1; i < (int) nblocks; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			ac_keys_from_block(index, i, rng, true, k, &maxkeys);
-		}
-	}
-	else
-	{
-		for (i = 0; i < probes; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			ac_keys_from_block(index,
-							   (BlockNumber) pg_prng_uint64_range(rng, 1, nblocks - 1),
-							   rng, false, k, &maxkeys);
-		}
-	}
-
-	if (k->nkeys == 0)
-		return;
-	qsort_arg(k->keys, k->nkeys, sizeof(Datum), ac_compare_keys, k);
-	ndistinct = 1;
-	for (i = 1; i < k->nkeys; i++)
-		if (ac_compare_keys(&k->keys[i], &k->keys[ndistinct - 1], k) != 0)
-			k->keys[ndistinct++] = k->keys[i];
-	k->nkeys = ndistinct;
-
-	ac_choose_keys(k, want, rng);
-}
-
-static int
-ac_compare_blocks(const void *a, const void *b)
-{
-	BlockNumber x = *(const BlockNumber *) a;
-	BlockNumber y = *(const BlockNumber *) b;
-
-	return x < y ? -1 : (x > y ? 1 : 0);
-}
-
-/*
- * For each key, the index entries of a tier and the distinct heap pages
- * they point to.
- */
-static void
-ac_count_tier(Relation heap, Relation index, AcKeys *k, AcTierCounts *out)
-{
-	IndexScanDesc scan;
-	ScanKeyData skey;
-	BlockNumber *blocks;
-	int64		maxblocks = 1024;
-	int			i;
-
-	out->rows = palloc0(sizeof(int64) * Max(k->nkeys, 1));
-	out->pages = palloc0(sizeof(int64) * Max(k->nkeys, 1));
-	blocks = palloc(sizeof(BlockNumber) * maxblocks);
-
-	scan = ac_index_beginscan(heap, index, GetActiveSnapshot(), 1, 0);
-	for (i = 0; i < k->nkeys; i++)
-	{
-		ItemPointer tid;
-		int64		n = 0;
-		int64		pages = 0;
-		int64		j;
-
-		CHECK_FOR_INTERRUPTS();
-		ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
-							   k->collation, k->eqproc, k->keys[i]);
-		index_rescan(scan, &skey, 1, NULL, 0);
-		while ((tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
-		{
-			if (n == maxblocks)
-			{
-				maxblocks *= 2;
-				blocks = repalloc_huge(blocks, sizeof(BlockNumber) * maxblocks);
-			}
-			blocks[n++] = ItemPointerGetBlockNumber(tid);
-		}
-		if (n > 0)
-		{
-			qsort(blocks, n, sizeof(BlockNumber), ac_compare_blocks);
-			pages = 1;
-			for (j = 1; j < n; j++)
-				if (blocks[j] != blocks[j - 1])
-					pages++;
-		}
-		out->rows[i] = n;
-		out->pages[i] = pages;
-	}
-	index_endscan(scan);
-	pfree(blocks);
-}
 
 static int
 ac_compare_int64(const void *a, const void *b)
@@ -362,15 +77,6 @@ ac_compare_int64(const void *a, const void *b)
 	int64		y = *(const int64 *) b;
 
 	return x < y ? -1 : (x > y ? 1 : 0);
-}
-
-/* Bytes a row of heap takes on a page: tuple header, data, line pointer. */
-static double
-ac_row_bytes(Relation heap)
-{
-	int32		width = get_rel_data_width(heap, NULL);
-
-	return MAXALIGN(SizeofHeapTupleHeader + width) + sizeof(ItemIdData);
 }
 
 /*
@@ -408,13 +114,21 @@ ac_summarize(int nkeys, const int64 *rows, const int64 *pages, double rowbytes,
 	pfree(sorted);
 }
 
+/* What a compaction would act on (archive tier only). */
+static void
+ac_summarize_loose(int nkeys, const AcTierCounts *c, double rowbytes, AcFragRow *r)
+{
+	r->has_loose = true;
+	r->avg_compactable = ac_compactable_average(nkeys, c, rowbytes, &r->avg_loose_pages);
+}
+
 /* Append one row to the result of archive_cluster_fragmentation(). */
 static void
 ac_put_frag(ReturnSetInfo *rsinfo, const char *tier, Oid relid, Oid indexid,
 			double table_rows, int64 table_pages, AcFragRow *r)
 {
-	Datum		values[13];
-	bool		nulls[13];
+	Datum		values[15];
+	bool		nulls[15];
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = CStringGetTextDatum(tier);
@@ -432,13 +146,16 @@ ac_put_frag(ReturnSetInfo *rsinfo, const char *tier, Oid relid, Oid indexid,
 	values[10] = Float8GetDatum(r->avg_ideal);
 	values[11] = Float8GetDatum(r->avg_ideal > 0 ? r->avg_pages / r->avg_ideal : 0);
 	values[12] = Float8GetDatum(r->avg_pages > 0 ? (double) r->rows / (r->avg_pages * r->keys) : 0);
+	values[13] = Float8GetDatum(r->avg_loose_pages);
+	values[14] = Float8GetDatum(r->avg_compactable);
 	if (r->keys == 0)
 	{
 		int			i;
 
-		for (i = 7; i < 13; i++)
+		for (i = 7; i < 15; i++)
 			nulls[i] = true;
 	}
+	nulls[13] = nulls[14] = !r->has_loose || r->keys == 0;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -495,6 +212,7 @@ archive_cluster_fragmentation(PG_FUNCTION_ARGS)
 	Relation	indexes[2];
 	AcTierCounts counts[2];
 	AcKeys		keys;
+	AcLooseSet	loose;
 	pg_prng_state rng;
 	double		rowbytes;
 	int			t;
@@ -521,6 +239,9 @@ archive_cluster_fragmentation(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	keycol = ac_tiers(relid, keycol, heaps, &ntiers);
+	/* the archive's loose set: what a compaction would rewrite */
+	if (ntiers == 2)
+		ac_loose_load(relid, &loose);
 
 	for (t = 0; t < ntiers; t++)
 	{
@@ -560,8 +281,10 @@ archive_cluster_fragmentation(PG_FUNCTION_ARGS)
 	{
 		AcFragRow r;
 
-		ac_count_tier(rels[t], indexes[t], &keys, &counts[t]);
+		ac_count_tier(rels[t], indexes[t], &keys, t == 1 ? &loose : NULL, &counts[t]);
 		ac_summarize(keys.nkeys, counts[t].rows, counts[t].pages, rowbytes, &r);
+		if (t == 1)
+			ac_summarize_loose(keys.nkeys, &counts[t], ac_archive_row_bytes(relid, rels[t]), &r);
 		ac_put_frag(rsinfo, ntiers == 1 ? "table" : (t == 0 ? "current" : "archive"),
 					heaps[t], RelationGetRelid(indexes[t]),
 					rels[t]->rd_rel->reltuples, RelationGetNumberOfBlocks(rels[t]), &r);
@@ -626,7 +349,7 @@ ac_rows_per_page_touched(Relation heap, const char *keycol)
 	ac_keys_init(&keys, index);
 	pg_prng_seed(&rng, 0);
 	ac_sample_keys(index, AC_BUFFERS_SAMPLE_KEYS, &rng, &keys);
-	ac_count_tier(heap, index, &keys, &counts);
+	ac_count_tier(heap, index, &keys, NULL, &counts);
 	ac_summarize(keys.nkeys, counts.rows, counts.pages, ac_row_bytes(heap), &r);
 	index_close(index, AccessShareLock);
 	if (r.keys == 0 || r.avg_pages <= 0)

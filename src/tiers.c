@@ -209,3 +209,18 @@ ac_child_columns(Relation parent, Relation archive, AttrNumber *cur, AttrNumber 
 							 RelationGetRelationName(archive), RelationGetRelationName(parent))));
 	}
 }
+
+/* The view column (0-based) of a configured column name; error if gone. */
+int
+ac_view_column_required(Relation view, const char *name)
+{
+	int			col = ac_view_column_named(view, name);
+
+	if (col < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of view \"%s\" does not exist",
+						name, RelationGetRelationName(view)),
+				 errhint("The cluster_by and age_column of a registered table must stay columns of its view; rename the column back.")));
+	return col;
+}

@@ -16,6 +16,7 @@ extern void ac_child_columns(Relation parent, Relation archive, AttrNumber *cur,
 							 AttrNumber *arc);
 extern int	ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum);
 extern int	ac_view_column_named(Relation view, const char *name);
+extern int	ac_view_column_required(Relation view, const char *name);
 extern AttrNumber ac_unviewed_counterpart(Relation cur, Relation arc, const AttrNumber *arcatt,
 										  int natts, AttrNumber curattnum);
 

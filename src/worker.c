@@ -134,7 +134,7 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
 		relname = get_rel_name(relation);
 		if (relname != NULL)
 			owner = ac_relation_owner(relation);
-		ac_log_run_error(relation, started, "worker", owner, message);
+		ac_log_run_error(relation, AC_KIND_ARCHIVE, started, "worker", owner, message);
 		ac_commit();
 	}
 	PG_CATCH();
@@ -264,7 +264,7 @@ ac_worker_table(Oid relation, bool *looked)
 			ac_begin("archive_cluster: checking a table");
 			name = get_rel_name(relation);
 			if (first && name != NULL)
-				backoff = ac_run_backoff_until(relation);
+				backoff = ac_run_backoff_until(relation, AC_KIND_ARCHIVE);
 			/* a configuration row left by a drop (event triggers off): skip */
 			if (name != NULL && backoff <= started && ac_load_config(relation, &cfg))
 			{

@@ -1,0 +1,603 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact.c
+ *		Compaction of a registered table's archive: archive_cluster_compact()
+ *		and ac_compact_table(), which the worker shares.
+ *
+ *		Each run appends one sorted batch, so a key's archived rows lie in
+ *		one island per run, each about a partly filled page more than its
+ *		rows need.  A compaction reads the rows on the archive's loose pages
+ *		(loose.c: the pages runs appended since the last compaction, and the
+ *		ends of keys it left itself), deletes them and writes them again
+ *		sorted by the cluster key, a page at a time, each onto an empty page:
+ *		- while a key has a page's worth of rows left, its oldest fill a
+ *		  page of their own, which is "settled": it is what the same rows
+ *		  freshly rewritten in cluster order would give, and no compaction
+ *		  reads it again;
+ *		- the rest of each key, less than a page, goes onto "loose" pages
+ *		  with the ends of the neighbouring keys, which the next compaction
+ *		  rewrites with the rows runs added meanwhile.
+ *		So a key's rows end up on its settled pages plus one island of loose
+ *		pages, and a row is rewritten until its page is settled.
+ *
+ *		The guarantees of a run: one transaction; rows deleted without
+ *		waiting (a row another transaction is changing or locking stays
+ *		where it is, its page loose) and marked as moved, so that a
+ *		transaction that waited to update, delete or lock one fails with
+ *		SQLSTATE 40001 instead of missing it; the table's run lock, so that
+ *		runs and compactions of a table never overlap; as the table's owner;
+ *		paced by archive_cluster.compaction_max_wal_rate.  The pages it
+ *		emptied are freed by a VACUUM of the archive (the worker's, after
+ *		compacting) and reused by the next compaction, which takes empty
+ *		pages from the free space map before it adds new ones.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufpage.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/sortsupport.h"
+#include "utils/tuplesort.h"
+#include "utils/typcache.h"
+
+#include "archive_cluster.h"
+#include "archive_writer.h"
+#include "compact.h"
+#include "compat.h"
+#include "key_sample.h"
+#include "loose.h"
+#include "pace.h"
+#include "tiers.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_compact);
+
+/* keys sampled to decide whether a compaction is due */
+#define AC_DUE_SAMPLE_KEYS 100
+
+/* State of one compaction of one archive. */
+typedef struct AcCompactor
+{
+	Relation	arc;
+	AcPace		pace;
+	AcWriter	settled;		/* the page of one key being filled */
+	AcWriter	loose;			/* the ends of keys, together */
+	Size		page_space;		/* bytes a page offers to rows */
+	Size		settled_used;	/* of settled's buffered rows */
+	Size		loose_used;		/* of loose's buffered rows */
+	TupleTableSlot *rowslot;	/* the next sorted row */
+	AttrNumber	keyattno;		/* the leading cluster column */
+	SortSupportData keysort;
+	MemoryContext keycxt;		/* the current key's copy */
+	Datum		key;
+	bool		key_isnull;
+	bool		have_key;
+	BlockNumber *keep;			/* pages left loose besides loose's own */
+	int			nkeep;
+	int			maxkeep;
+	int64		settled_pages;
+	int64		busy;
+} AcCompactor;
+
+/*
+ * Bytes a row of the archive takes on a page, from what the table's last
+ * runs wrote (archive_cluster_run_log.bytes_written, the rows' own bytes),
+ * aligned and with its line pointer; the planner's estimate of the row width
+ * when no run has recorded it.
+ */
+double
+ac_archive_row_bytes(Oid relation, Relation arc)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	double		result = 0;
+	char	   *sql;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sql = psprintf("SELECT pg_catalog.sum(bytes_written)::pg_catalog.float8"
+				   " OPERATOR(pg_catalog./) pg_catalog.sum(rows_moved)"
+				   " FROM (SELECT bytes_written, rows_moved FROM %s"
+				   "  WHERE relation OPERATOR(pg_catalog.=) $1 AND error IS NULL"
+				   "  AND bytes_written OPERATOR(pg_catalog.>) 0"
+				   "  ORDER BY run_id DESC LIMIT 20) r",
+				   ac_extension_object("archive_cluster_run_log"));
+	values[0] = ObjectIdGetDatum(relation);
+	if (ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_SELECT) == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = MAXALIGN((Size) (DatumGetFloat8(d) + 0.5)) + sizeof(ItemIdData);
+	}
+	SPI_finish();
+	return result > 0 ? result : ac_row_bytes(arc);
+}
+
+/*
+ * Heap pages per key that compacting this table's archive would save, on
+ * average over keys sampled from the archive's index on its key (the first
+ * cluster column): see ac_compactable_average().  0 when the archive has
+ * no loose pages or no such index.
+ */
+double
+ac_compactable_pages(AcTableConfig *cfg)
+{
+	Relation	arc;
+	Relation	index;
+	AcLooseSet	loose;
+	AcKeys		keys;
+	AcTierCounts counts;
+	pg_prng_state rng;
+	AttrNumber	attnum;
+	Oid			indexid;
+	double		avg_loose;
+	double		result;
+
+	ac_loose_load(cfg->relation, &loose);
+	if (loose.nranges == 0)
+		return 0;
+	arc = table_open(cfg->archive, AccessShareLock);
+	attnum = get_attnum(cfg->archive, cfg->cluster_by[0]);
+	indexid = attnum == InvalidAttrNumber ? InvalidOid : ac_key_index(arc, attnum);
+	if (!OidIsValid(indexid))
+	{
+		table_close(arc, AccessShareLock);
+		return 0;
+	}
+	index = index_open(indexid, AccessShareLock);
+	ac_keys_init(&keys, index);
+	pg_prng_seed(&rng, 0);
+	ac_sample_keys(index, AC_DUE_SAMPLE_KEYS, &rng, &keys);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ac_count_tier(arc, index, &keys, &loose, &counts);
+	PopActiveSnapshot();
+	result = ac_compactable_average(keys.nkeys, &counts,
+									ac_archive_row_bytes(cfg->relation, arc), &avg_loose);
+	index_close(index, AccessShareLock);
+	table_close(arc, AccessShareLock);
+	return result;
+}
+
+/* Keep this page loose (a row left on it, or one that did not fit). */
+static void
+ac_keep_loose(AcCompactor *c, BlockNumber blk)
+{
+	if (c->nkeep == c->maxkeep)
+	{
+		c->maxkeep *= 2;
+		c->keep = repalloc_huge(c->keep, sizeof(BlockNumber) * c->maxkeep);
+	}
+	c->keep[c->nkeep++] = blk;
+}
+
+/* What PageGetHeapFreeSpace() will say of a page holding "used" bytes of rows. */
+static Size
+ac_free_after(Size used)
+{
+	Size		left = BLCKSZ - SizeOfPageHeaderData - used;
+
+	return left > sizeof(ItemIdData) ? left - sizeof(ItemIdData) : 0;
+}
+
+/* Does a row of "space" bytes still fit after n rows of "used" bytes? */
+static bool
+ac_fits(AcCompactor *c, int n, Size used, Size space)
+{
+	return n == 0 || (used + space <= c->page_space && n < MaxHeapTuplesPerPage);
+}
+
+/* Write loose's buffered rows onto a page of their own. */
+static void
+ac_flush_loose(AcCompactor *c)
+{
+	(void) ac_writer_flush_page(&c->loose, ac_free_after(c->loose_used));
+	c->loose_used = 0;
+}
+
+/*
+ * Write settled's buffered rows, a page's worth of one key, onto a page of
+ * their own; rows that did not fit after all leave the page they went to
+ * loose.
+ */
+static void
+ac_flush_settled(AcCompactor *c)
+{
+	int			before = c->settled.nblocks;
+	BlockNumber blk;
+	int			i;
+
+	blk = ac_writer_flush_page(&c->settled, ac_free_after(c->settled_used));
+	for (i = before; i < c->settled.nblocks; i++)
+		if (c->settled.blocks[i] != blk)
+			ac_keep_loose(c, c->settled.blocks[i]);
+	c->settled.nblocks = before;
+	c->settled_pages++;
+	c->settled_used = 0;
+}
+
+/* The end of a key: its rows short of a page go to the loose pages. */
+static void
+ac_end_key(AcCompactor *c)
+{
+	int			i;
+
+	for (i = 0; i < c->settled.nslots; i++)
+	{
+		TupleTableSlot *slot = c->settled.slots[i];
+		Size		space = ac_row_space(ExecFetchSlotHeapTuple(slot, false, NULL)->t_len);
+
+		if (!ac_fits(c, c->loose.nslots, c->loose_used, space))
+			ac_flush_loose(c);
+		ExecCopySlot(ac_writer_slot(&c->loose), slot);
+		ac_writer_add(&c->loose);
+		c->loose_used += space;
+	}
+	ac_writer_clear(&c->settled);
+	c->settled_used = 0;
+}
+
+/* Is the row in rowslot of another key than the rows before it? */
+static bool
+ac_new_key(AcCompactor *c)
+{
+	bool		isnull;
+	Datum		key = slot_getattr(c->rowslot, c->keyattno, &isnull);
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(c->arc), c->keyattno - 1);
+	MemoryContext oldcxt;
+
+	if (c->have_key && isnull == c->key_isnull &&
+		(isnull || ApplySortComparator(key, false, c->key, false, &c->keysort) == 0))
+		return false;
+	MemoryContextReset(c->keycxt);
+	oldcxt = MemoryContextSwitchTo(c->keycxt);
+	c->key = isnull ? (Datum) 0 : datumCopy(key, att->attbyval, att->attlen);
+	MemoryContextSwitchTo(oldcxt);
+	c->key_isnull = isnull;
+	c->have_key = true;
+	return true;
+}
+
+/* Write the sorted rows: settled pages of one key, the ends of keys loose. */
+static void
+ac_write_sorted(AcCompactor *c, Tuplesortstate *sort)
+{
+	TupleTableSlot *sortslot = MakeSingleTupleTableSlot(RelationGetDescr(c->arc),
+														&TTSOpsMinimalTuple);
+
+	while (tuplesort_gettupleslot(sort, true, false, sortslot, NULL))
+	{
+		Size		space;
+
+		CHECK_FOR_INTERRUPTS();
+		ExecCopySlot(c->rowslot, sortslot);
+		if (ac_new_key(c))
+			ac_end_key(c);
+		space = ac_row_space(ExecFetchSlotHeapTuple(c->rowslot, true, NULL)->t_len);
+		/* a page full of the key's rows: settled */
+		if (!ac_fits(c, c->settled.nslots, c->settled_used, space))
+			ac_flush_settled(c);
+		ExecCopySlot(ac_writer_slot(&c->settled), c->rowslot);
+		ac_writer_add(&c->settled);
+		c->settled_used += space;
+	}
+	ac_end_key(c);
+	if (c->loose.nslots > 0)
+		ac_flush_loose(c);
+	ExecDropSingleTupleTableSlot(sortslot);
+}
+
+/*
+ * The cluster columns of the archive (sort columns, operators and
+ * collations), by way of the view's columns, as the mover finds them.
+ */
+static void
+ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols, Oid *ops,
+						Oid *colls, bool *nullsfirst)
+{
+	Relation	view = relation_open(cfg->relation, AccessShareLock);
+	int			natts = RelationGetDescr(view)->natts;
+	AttrNumber *curatt = palloc(sizeof(AttrNumber) * natts);
+	AttrNumber *arcatt = palloc(sizeof(AttrNumber) * natts);
+	int			i;
+
+	if (cfg->table_mode)
+		ac_child_columns(view, arc, curatt, arcatt);
+	else
+		ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+	for (i = 0; i < cfg->ncluster; i++)
+	{
+		AttrNumber	attno = arcatt[ac_view_column_required(view, cfg->cluster_by[i])];
+		Form_pg_attribute att;
+
+		if (attno == InvalidAttrNumber)
+			elog(ERROR, "cluster column \"%s\" has no column in \"%s\"",
+				 cfg->cluster_by[i], RelationGetRelationName(arc));
+		att = TupleDescAttr(RelationGetDescr(arc), attno - 1);
+		cols[i] = attno;
+		ops[i] = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR)->lt_opr;
+		colls[i] = att->attcollation;
+		nullsfirst[i] = false;
+	}
+	relation_close(view, NoLock);
+}
+
+/*
+ * The rows on the loose pages that this transaction's snapshot sees.  New
+ * rows are written only once all are collected, so none of them is read
+ * back, wherever it goes.
+ */
+static ItemPointerData *
+ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntids)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(arc);
+	TupleTableSlot *slot = table_slot_create(arc, NULL);
+	int64		max = 1024;
+	ItemPointerData *tids = palloc_extended(sizeof(ItemPointerData) * max, MCXT_ALLOC_HUGE);
+	int			r;
+
+	*ntids = 0;
+	for (r = 0; r < loose->nranges; r++)
+	{
+		BlockNumber end = Min(loose->ranges[r].end, nblocks);
+		ItemPointerData mintid;
+		ItemPointerData maxtid;
+		TableScanDesc scan;
+
+		if (loose->ranges[r].start >= end)
+			continue;
+		ItemPointerSet(&mintid, loose->ranges[r].start, FirstOffsetNumber);
+		ItemPointerSet(&maxtid, end - 1, MaxOffsetNumber);
+		scan = table_beginscan_tidrange(arc, snapshot, &mintid, &maxtid);
+		while (table_scan_getnextslot_tidrange(scan, ForwardScanDirection, slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (*ntids == max)
+			{
+				max *= 2;
+				tids = repalloc_huge(tids, sizeof(ItemPointerData) * max);
+			}
+			tids[(*ntids)++] = slot->tts_tid;
+		}
+		table_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	return tids;
+}
+
+/*
+ * Compact the archive of one registered table, in the caller's transaction,
+ * as whoever calls (ac_compact_table: the table's owner).  Returns the rows
+ * rewritten; *bytes, *paced_us and *busy get the rest.
+ */
+static int64
+ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster compaction",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	AcCompactor c;
+	AcLooseSet	loose;
+	AttrNumber	cols[AC_MAX_CLUSTER_COLS];
+	Oid			ops[AC_MAX_CLUSTER_COLS];
+	Oid			colls[AC_MAX_CLUSTER_COLS];
+	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
+	Snapshot	snapshot;
+	Tuplesortstate *sort;
+	TupleTableSlot *fetchslot;
+	ItemPointerData *tids;
+	int64		ntids;
+	int64		rows;
+	CommandId	cid = GetCurrentCommandId(true);
+	int64		i;
+
+	memset(&c, 0, sizeof(c));
+	c.arc = table_open(cfg->archive, RowExclusiveLock);
+	/* a published archive needs a replica identity for the deletes, as DELETE does */
+	CheckCmdReplicaIdentity(c.arc, CMD_DELETE);
+	ac_archive_sort_columns(cfg, c.arc, cols, ops, colls, nullsfirst);
+	ac_loose_load(cfg->relation, &loose);
+
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	tids = ac_collect_loose(c.arc, &loose, snapshot, &ntids);
+
+	ac_pace_init(&c.pace, archive_cluster_compaction_max_wal_rate, true,
+				 ac_wait_event("ArchiveClusterCompactionPacing"));
+	c.maxkeep = 64;
+	c.keep = palloc(sizeof(BlockNumber) * c.maxkeep);
+	sort = tuplesort_begin_heap(RelationGetDescr(c.arc), cfg->ncluster, cols, ops, colls,
+								nullsfirst, maintenance_work_mem, NULL, TUPLESORT_NONE);
+	fetchslot = table_slot_create(c.arc, NULL);
+	for (i = 0; i < ntids; i++)
+	{
+		TM_FailureData tmfd;
+		TM_Result	res;
+
+		CHECK_FOR_INTERRUPTS();
+		ac_pace(&c.pace);
+		res = table_tuple_delete(c.arc, &tids[i], cid, snapshot, InvalidSnapshot,
+								 false, &tmfd, true);
+		if (res != TM_Ok)
+		{
+			/* changed or locked meanwhile: it stays, its page loose (deleted: gone) */
+			if (res != TM_Deleted)
+			{
+				c.busy++;
+				ac_keep_loose(&c, ItemPointerGetBlockNumber(&tids[i]));
+			}
+			continue;
+		}
+		/* the version we just deleted is still there for us to read */
+		if (!table_tuple_fetch_row_version(c.arc, &tids[i], SnapshotAny, fetchslot))
+			elog(ERROR, "could not fetch deleted row (%u,%u)",
+				 ItemPointerGetBlockNumber(&tids[i]), ItemPointerGetOffsetNumber(&tids[i]));
+		tuplesort_puttupleslot(sort, fetchslot);
+		ExecClearTuple(fetchslot);
+	}
+	ExecDropSingleTupleTableSlot(fetchslot);
+	ac_pause_point("deleted", 2);
+	tuplesort_performsort(sort);
+
+	ac_writer_begin(&c.settled, c.arc, false, &c.pace);
+	ac_writer_begin(&c.loose, c.arc, false, &c.pace);
+	c.page_space = ac_page_space(c.arc);
+	c.rowslot = table_slot_create(c.arc, NULL);
+	c.keyattno = cols[0];
+	c.keysort.ssup_cxt = cxt;
+	c.keysort.ssup_collation = colls[0];
+	c.keysort.ssup_nulls_first = false;
+	PrepareSortSupportFromOrderingOp(ops[0], &c.keysort);
+	c.keycxt = AllocSetContextCreate(cxt, "archive_cluster compaction key",
+									 ALLOCSET_SMALL_SIZES);
+	ac_write_sorted(&c, sort);
+	tuplesort_end(sort);
+	ac_writer_finish(&c.settled);
+	ac_writer_finish(&c.loose);
+
+	/* what stays loose: the ends of keys, rows left, rows that did not fit */
+	for (i = 0; i < c.loose.nblocks; i++)
+		ac_keep_loose(&c, c.loose.blocks[i]);
+	ac_loose_replace(cfg->relation, c.keep, c.nkeep);
+
+	rows = c.settled.rows + c.loose.rows;
+	*bytes = c.settled.bytes + c.loose.bytes;
+	*paced_us = c.pace.paced_us;
+	*busy = c.busy;
+	ExecDropSingleTupleTableSlot(c.rowslot);
+	ac_writer_end(&c.settled);
+	ac_writer_end(&c.loose);
+	/* this backend's next insert into the archive picks its page afresh */
+	RelationSetTargetBlock(c.arc, InvalidBlockNumber);
+	UnregisterSnapshot(snapshot);
+	table_close(c.arc, NoLock);
+	CommandCounterIncrement();
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return rows;
+}
+
+/*
+ * Compact one registered table's archive if it is due (with force, if it
+ * has loose pages at all): take its run lock, then, as the table's owner,
+ * measure, compact and record the compaction.  Errors propagate to the
+ * caller.  In res: the status, rows and bytes rewritten, times.
+ */
+void
+ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunResult *res)
+{
+	char	   *relname = get_rel_name(cfg->relation);
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	Oid			owner;
+	char		flush_after[16];
+	int64		busy = 0;
+
+	memset(res, 0, sizeof(AcRunResult));
+	res->started = GetCurrentTimestamp();
+	res->finished = res->started;
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", cfg->relation)));
+	if (!ac_table_lock(cfg, relname, &res->status))
+		return;
+
+	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
+	owner = GetUserId();
+	if (!force && ac_compactable_pages(cfg) < Max(archive_cluster_compaction_threshold, 0.01))
+	{
+		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		res->status = "not due";
+		return;
+	}
+	/* as a run: the kernel writes the pages back as they are written (run.c) */
+	snprintf(flush_after, sizeof(flush_after), "%d", archive_cluster_run_flush_after);
+	(void) set_config_option("backend_flush_after", flush_after,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &busy);
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+	res->finished = GetCurrentTimestamp();
+	res->batches = res->rows > 0 ? 1 : 0;
+	res->status = res->rows > 0 ? "compacted" : "nothing to compact";
+
+	if (res->rows > 0 || busy > 0)
+	{
+		AcRunLog	log = {0};
+
+		log.relation = cfg->relation;
+		log.kind = AC_KIND_COMPACTION;
+		log.started = res->started;
+		log.finished = res->finished;
+		log.rows = res->rows;
+		log.bytes = res->bytes;
+		log.batches = res->batches;
+		log.paced_us = res->paced_us;
+		log.started_by = started_by;
+		log.run_as = owner;
+		log.rows_busy = busy;
+		ac_log_run(&log);
+	}
+	ac_pause_point("before_commit", 3);
+}
+
+static void
+ac_compact_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
+{
+	ac_compact_table(cfg, *(bool *) arg, ac_caller(), res);
+}
+
+static void
+ac_put_compact_result(ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res)
+{
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = res->finished - res->started;
+	values[0] = ObjectIdGetDatum(relation);
+	values[1] = CStringGetTextDatum(res->status);
+	values[2] = Int64GetDatum(res->rows);
+	values[3] = Int64GetDatum(res->bytes);
+	values[4] = IntervalPGetDatum(iv);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * archive_cluster_compact(relation regclass DEFAULT NULL, force boolean
+ * DEFAULT false): compact the archive of one registered table, or of every
+ * one the caller owns, that is due (archive_cluster.compaction_threshold);
+ * with force, whatever the measure.  See ac_each_table() (run.c).
+ */
+Datum
+archive_cluster_compact(PG_FUNCTION_ARGS)
+{
+	bool		force;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("force must not be NULL")));
+	force = PG_GETARG_BOOL(1);
+	ac_each_table(fcinfo, AC_KIND_COMPACTION, ac_compact_work, &force, ac_put_compact_result);
+	return (Datum) 0;
+}

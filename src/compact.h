@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact.h
+ *		Compaction of a registered table's archive (compact.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHIVE_CLUSTER_COMPACT_H
+#define ARCHIVE_CLUSTER_COMPACT_H
+
+#include "archive_cluster.h"
+#include "utils/relcache.h"
+
+extern double ac_archive_row_bytes(Oid relation, Relation arc);
+extern double ac_compactable_pages(AcTableConfig *cfg);
+extern void ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by,
+							 AcRunResult *res);
+
+#endif							/* ARCHIVE_CLUSTER_COMPACT_H */
