@@ -53,6 +53,7 @@ typedef enum AcActivity
 	AC_ACT_STARTING = 0,
 	AC_ACT_CHECKING,
 	AC_ACT_ARCHIVING,
+	AC_ACT_COMPACTING,
 	AC_ACT_VACUUMING
 } AcActivity;
 

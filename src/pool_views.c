@@ -27,6 +27,7 @@ static const char *const ac_activity_names[] = {
 	[AC_ACT_STARTING] = "starting",
 	[AC_ACT_CHECKING] = "checking",
 	[AC_ACT_ARCHIVING] = "archiving",
+	[AC_ACT_COMPACTING] = "compacting",
 	[AC_ACT_VACUUMING] = "vacuuming"
 };
 

@@ -9,7 +9,9 @@
  *		The test of whether a table is due uses statistics only
  *		(ac_table_due()); a due table is run like archive_cluster_run() does,
  *		as the table's owner, one batch per transaction, and then its
- *		<t>_current is vacuumed.  An error in one table is logged and
+ *		<t>_current is vacuumed.  Then, with archive_cluster.compaction on,
+ *		its archive is compacted if due (compact.c measures), in a
+ *		transaction of its own, and vacuumed.  An error in one table is logged and
  *		recorded in archive_cluster_runs and the worker goes on with the
  *		others; that table waits naptime x 2^failures (at most an hour),
  *		counted from the run history.  After archive_cluster.worker_time_slice
@@ -40,6 +42,7 @@
 #include "utils/timestamp.h"
 
 #include "archive_cluster.h"
+#include "compact.h"
 #include "pool.h"
 #include "threshold.h"
 
@@ -121,9 +124,10 @@ ac_log_error_and_abort(void)
 	RESUME_INTERRUPTS();
 }
 
-/* Record a failed run of a table in archive_cluster_runs. */
+/* Record a failed run or compaction of a table in archive_cluster_runs. */
 static void
-ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
+ac_worker_record_error(Oid relation, const char *kind, TimestampTz started,
+					   const char *message)
 {
 	PG_TRY();
 	{
@@ -134,7 +138,7 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
 		relname = get_rel_name(relation);
 		if (relname != NULL)
 			owner = ac_relation_owner(relation);
-		ac_log_run_error(relation, AC_KIND_ARCHIVE, started, "worker", owner, message);
+		ac_log_run_error(relation, kind, started, "worker", owner, message);
 		ac_commit();
 	}
 	PG_CATCH();
@@ -149,7 +153,9 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
  * VACUUM a current table after a run moved rows out of it: until then its
  * indexes still point at every moved row, and a reader of the view visits
  * those rows' heap pages (autovacuum would come later, and a run can empty
- * most of the table at once).  As VACUUM does, in transactions of its own;
+ * most of the table at once).  Likewise an archive after a compaction, whose
+ * emptied pages the next compaction then reuses.  As VACUUM does, in
+ * transactions of its own;
  * an error is logged only.  The statement, and VACUUM's working memory
  * (under PortalContext), live in a context of the worker's own, as under
  * autovacuum, emptied after each VACUUM, failed or not: VACUUM commits the
@@ -157,7 +163,7 @@ ac_worker_record_error(Oid relation, TimestampTz started, const char *message)
  * failed VACUUM's memory would hang off no context and be lost.
  */
 static void
-ac_worker_vacuum(Oid current)
+ac_worker_vacuum(Oid relid, const char *activity)
 {
 	/* the run's deletes counted before the VACUUM that clears them */
 	pgstat_report_stat(true);
@@ -173,18 +179,18 @@ ac_worker_vacuum(Oid current)
 		 * reads the relation it was given in transactions of its own.
 		 */
 		MemoryContextSwitchTo(ac_vacuum_cxt);
-		nspname = get_namespace_name(get_rel_namespace(current));
-		relname = get_rel_name(current);
+		nspname = get_namespace_name(get_rel_namespace(relid));
+		relname = get_rel_name(relid);
 		if (nspname != NULL && relname != NULL)
 		{
 			VacuumStmt *stmt = makeNode(VacuumStmt);
 
-			pgstat_report_activity(STATE_RUNNING, "archive_cluster: vacuuming a current table");
+			pgstat_report_activity(STATE_RUNNING, activity);
 			stmt->is_vacuumcmd = true;
 			/* a table locked elsewhere is left to autovacuum, not waited for */
 			stmt->options = list_make1(makeDefElem("skip_locked", (Node *) makeBoolean(true), -1));
 			stmt->rels = list_make1(makeVacuumRelation(makeRangeVar(nspname, relname, -1),
-													   current, NIL));
+													   relid, NIL));
 			PortalContext = ac_vacuum_cxt;
 			ExecVacuum(make_parsestate(NULL), stmt, true);
 		}
@@ -221,6 +227,75 @@ ac_worker_set_limits(void)
 	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("max_parallel_workers_per_gather", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("max_parallel_maintenance_workers", "0", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * Compact a table's archive if it is due (measured by ac_compact_table()),
+ * in a transaction of its own, then vacuum the archive so that the pages the
+ * compaction emptied are free for the next one.  An error is logged and
+ * recorded (kind "compaction"), and the table's compactions wait for their
+ * backoff, counted from the history as for runs.
+ */
+static void
+ac_worker_compact(Oid relation)
+{
+	volatile Oid archive = InvalidOid;
+	char	   *volatile relname = NULL;
+	TimestampTz started = GetCurrentTimestamp();
+	AcRunResult res;
+
+	res.rows = 0;
+	PG_TRY();
+	{
+		AcTableConfig cfg;
+		char	   *name;
+
+		ac_begin("archive_cluster: checking an archive");
+		name = get_rel_name(relation);
+		if (name != NULL && ac_run_backoff_until(relation, AC_KIND_COMPACTION) <= started &&
+			ac_load_config(relation, &cfg))
+		{
+			relname = MemoryContextStrdup(ac_cycle_cxt, name);
+			ac_pool_worker_activity(AC_ACT_COMPACTING, relation);
+			pgstat_report_activity(STATE_RUNNING, "archive_cluster: compacting");
+			ac_compact_table(&cfg, false, "worker", &res);
+			if (res.rows > 0)
+				archive = cfg.archive;
+		}
+		ac_commit();
+	}
+	PG_CATCH();
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
+		ErrorData  *edata;
+
+		HOLD_INTERRUPTS();
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		RESUME_INTERRUPTS();
+		MemoryContextSwitchTo(oldcxt);
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			ac_report_caught(edata, LOG, relname);
+		else
+		{
+			ac_report_caught(edata, WARNING, relname);
+			ac_worker_record_error(relation, AC_KIND_COMPACTION, started, edata->message);
+		}
+		return;
+	}
+	PG_END_TRY();
+
+	if (OidIsValid(archive))
+	{
+		double		secs = (res.finished - res.started) / 1000000.0;
+
+		ereport(LOG,
+				(errmsg("archive_cluster: compacted the archive of \"%s\": %lld rows rewritten in %.3f s",
+						relname, (long long) res.rows, secs)));
+		ac_pool_worker_activity(AC_ACT_VACUUMING, relation);
+		ac_worker_vacuum(archive, "archive_cluster: vacuuming an archive");
+	}
 }
 
 /*
@@ -305,7 +380,7 @@ ac_worker_table(Oid relation, bool *looked)
 			else
 			{
 				ac_report_caught(edata, WARNING, relname);
-				ac_worker_record_error(relation, started, edata->message);
+				ac_worker_record_error(relation, AC_KIND_ARCHIVE, started, edata->message);
 				*looked = true;	/* its failure is in the run log: retried after its backoff */
 			}
 			failed = true;
@@ -344,8 +419,10 @@ ac_worker_table(Oid relation, bool *looked)
 	if (OidIsValid(current))
 	{
 		ac_pool_worker_activity(AC_ACT_VACUUMING, relation);
-		ac_worker_vacuum(current);
+		ac_worker_vacuum(current, "archive_cluster: vacuuming a current table");
 	}
+	if (archive_cluster_compaction && !more && !ac_slice_over())
+		ac_worker_compact(relation);
 	ac_pool_worker_activity(AC_ACT_CHECKING, InvalidOid);
 	return more;
 }
