@@ -35,6 +35,9 @@
 #   --copy-rows N    rows of the COPY FROM benchmark (default 1,000,000)
 #   --batch-rows N   archive_cluster's batch_rows (layouts ext, tab; default: its
 #                    automatic threshold, distinct keys x rows per page)
+#   --compaction on|off   after each run of the growth, archive_cluster_compact()
+#                    (when due) and a VACUUM of the archive, as the worker does
+#                    (layouts ext, tab; default on)
 #   --p99-settings "a=b[,c=d] ..."   target 5 is also measured with the run's
 #                    session set so, for each of these (twice each, alternating;
 #                    default "archive_cluster.run_max_wal_rate=0", none with
@@ -64,6 +67,7 @@ shared_buffers=128MB
 layouts="plain sql ext tab"
 copy_rows=1000000
 batch_rows=""
+compaction=on
 oltp_rows=1100000
 oltp_secs=20
 out=""
@@ -93,13 +97,14 @@ while [ $# -gt 0 ]; do
 		--layouts) layouts=$2; shift 2 ;;
 		--copy-rows) copy_rows=$2; given="$given copy_rows"; shift 2 ;;
 		--batch-rows) batch_rows=$2; shift 2 ;;
+		--compaction) compaction=$2; shift 2 ;;
 		--p99-settings) p99_settings=$2; p99_settings_set=1; shift 2 ;;
 		--out) out=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--build) build=1; shift ;;
 		--keep) keep=1; shift ;;
 		--docs) docs=1; shift ;;
-		-h|--help) sed -n '2,51p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,54p' "$0"; exit 0 ;;
 		*) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -296,6 +301,8 @@ csv_init() {	# csv_init FILE HEADER
 csv_init steps.csv "layout,step_rows,table_rows,grow_seconds,tps,select_all_buffers,select_all_rows,db_bytes,current_rows,archive_rows,mem_peak"
 csv_init latency.csv "layout,workload,step_rows,type,count,avg_ms,p99_ms,retried,failed"
 csv_init runs.csv "layout,run_no,table_rows,rows_moved,seconds,how"
+csv_init cycle.csv "layout,step_rows,table_rows,before_run,after_run,after_compaction,repacked"
+csv_init compactions.csv "layout,compaction_no,table_rows,rows_rewritten,bytes_rewritten,seconds"
 csv_init focused.csv "benchmark,layout,table_rows,metric,value,unit"
 
 focused() {	# focused BENCHMARK LAYOUT ROWS METRIC VALUE UNIT
@@ -331,7 +338,23 @@ grow_to() {	# grow_to TARGET [-c "SET ..."]...
 		wait "$p1"
 		wait "$p2"
 		cur=$(ids)
+		vacuum_after_compaction
 	done
+}
+
+# After a compaction of the growth (bench_maybe_run), VACUUM the archive, as
+# the worker does after each: the next compaction writes onto the pages it
+# emptied.  (Runs do not vacuum t_current here: see docs/benchmarks.md.)
+compactions_seen=0
+vacuum_after_compaction() {
+	local n
+	n=$(q -c "SELECT count(*) FROM pg_class WHERE relname = 'bench_compactions'")
+	[ "$n" = 1 ] || return 0
+	n=$(q -c "SELECT count(*) FROM bench_compactions")
+	if [ "$n" != "$compactions_seen" ]; then
+		q -c "VACUUM t_archive" >/dev/null
+		compactions_seen=$n
+	fi
 }
 
 # --------------------------------------------------------------------------
@@ -571,10 +594,13 @@ SQL
 # run, then with a run started 3 s in; the inserts that ran during the run
 # against those of the run without.
 # --------------------------------------------------------------------------
-p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext or tab, the run's session with SETTINGS (a=b,c=d)
+p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS [compaction]]: ext or tab, the run's session with SETTINGS (a=b,c=d)
 	local layout=$1 label=${2:-$1} secs=$p99_secs runcall t0 t1
 	grow_tail "$layout" >/dev/null
-	if is_ac "$layout"; then
+	if [ "${4:-}" = compaction ]; then
+		# the loose pages of the last runs: a forced compaction of them
+		runcall="SELECT rows_rewritten FROM archive_cluster_compact('t', force => true)"
+	elif is_ac "$layout"; then
 		runcall="SELECT rows_moved FROM archive_cluster_run('t', force => true)"
 		local kv
 		for kv in $(echo "${3:-}" | tr ',' ' '); do
@@ -595,7 +621,11 @@ p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext or tab, the run
 	# 3 times over, plus 3 s before and after: it writes its log only when it
 	# ends by itself, so it is never interrupted
 	local last secs_run
-	last=$(q -c "SELECT coalesce(max(seconds) FILTER (WHERE run_no = (SELECT max(run_no) FROM bench_runs)), 5) FROM bench_runs")
+	if [ "${4:-}" = compaction ]; then
+		last=$(q -c "SELECT coalesce(max(seconds) FILTER (WHERE compaction_no = (SELECT max(compaction_no) FROM bench_compactions)), 5) FROM bench_compactions")
+	else
+		last=$(q -c "SELECT coalesce(max(seconds) FILTER (WHERE run_no = (SELECT max(run_no) FROM bench_runs)), 5) FROM bench_runs")
+	fi
 	secs_run=$(awk -v l="$last" -v m="$p99_secs" 'BEGIN { s = int(3 * l + 7); if (s < m) s = m; print s }')
 	settle
 	(cd "$raw" && as_pg "$bindir/pgbench" -h "$sock" -p "$port" -n -M prepared --max-tries=10 -c "$p99_clients" -j 2 \
@@ -622,6 +652,47 @@ p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS]: ext or tab, the run
 }
 
 # --------------------------------------------------------------------------
+# Target 2 over a cycle: "select all" buffers with a full tail (just before a
+# run), right after the run (t_current vacuumed, as the worker does), right
+# after the compaction that follows it (if due; the archive vacuumed), and the
+# same rows freshly rewritten in (cid, ts) order.  One row of cycle.csv.
+# --------------------------------------------------------------------------
+repacked_buffers() {	# -> avg buffers of "select all" on t rewritten in (cid, ts) order
+	local rb
+	q -c "CREATE TABLE t_repacked AS SELECT * FROM t ORDER BY cid, ts" -c "CREATE INDEX ON t_repacked (cid, ts)" \
+		-c "VACUUM ANALYZE t_repacked" >/dev/null
+	rb=$(select_all_buffers t_repacked)
+	q -c "DROP TABLE t_repacked" >/dev/null
+	echo "${rb%,*}"
+}
+
+compact_now() {	# compact_now: as the worker would after a run; echoes the status
+	local st
+	st=$(q -c "SELECT status FROM archive_cluster_compact('t')")
+	[ "$st" = compacted ] && q -c "VACUUM t_archive" >/dev/null
+	echo "$st"
+}
+
+cycle_buffers() {	# cycle_buffers LAYOUT STEP
+	local layout=$1 step=$2 bb ba bc rb st
+	grow_tail "$layout" >/dev/null
+	q -c "ANALYZE" >/dev/null
+	bb=$(select_all_buffers t)
+	q -c "SELECT status FROM archive_cluster_run('t', force => true)" >/dev/null
+	q -c "VACUUM ANALYZE $(cur_rel "$layout")" >/dev/null
+	ba=$(select_all_buffers t)
+	bc=$ba
+	st=off
+	if [ "$compaction" != off ]; then
+		st=$(compact_now)
+		bc=$(select_all_buffers t)
+	fi
+	rb=$(repacked_buffers)
+	echo "$layout,$step,$(ids),${bb%,*},${ba%,*},${bc%,*},$rb" >> "$res/cycle.csv"
+	echo "   before the run ${bb%,*}, after it ${ba%,*}, after the compaction ($st) ${bc%,*}; repacked $rb"
+}
+
+# --------------------------------------------------------------------------
 # one layout: grow in steps, measure at each step, focused runs at the end
 # --------------------------------------------------------------------------
 run_layout() {	# run_layout LAYOUT
@@ -633,7 +704,9 @@ run_layout() {	# run_layout LAYOUT
 	psql_db postgres -c "ALTER DATABASE bench SET bench.hot_window = '$hot_window'" \
 		-c "ALTER DATABASE bench SET bench.run_every = '$run_every'" \
 		-c "ALTER DATABASE bench SET bench.check_every = '$check_every'" \
-		-c "ALTER DATABASE bench SET bench.batch_rows = '$batch_rows'"
+		-c "ALTER DATABASE bench SET bench.batch_rows = '$batch_rows'" \
+		-c "ALTER DATABASE bench SET bench.compaction = '$compaction'"
+	compactions_seen=0
 	psql_db bench -f "$out/lib/layout_$layout.sql" >/dev/null
 	psql_db bench -f "$out/lib/common.sql" >/dev/null
 
@@ -675,6 +748,11 @@ run_layout() {	# run_layout LAYOUT
 			run_vs_sql "$layout" at_first_step
 		fi
 		first=0
+		# target 2 at every step but the last (measured with target 4 below)
+		if is_ac "$layout" && [ "$step" != "$final" ]; then
+			echo "-- $layout: \"select all\" buffers over a cycle (at ~$step rows)"
+			cycle_buffers "$layout" "$step"
+		fi
 	done
 
 	local n
@@ -727,6 +805,18 @@ SQL
 		focused select_all_buffers "$layout" "$n" buffers_after_run "${bufs%,*}" buffers
 		focused select_all_buffers "$layout" "$n" ratio_after_run "$(awk -v a="${bufs%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", a / b }')" x
 		focused select_all_buffers "$layout" "$n" ratio_cycle_mean "$(awk -v a="${bufs%,*}" -v c="${bb%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", (a + c) / 2 / b }')" x
+		# with compaction: right after the compaction that follows the run, and
+		# the cycle from there to a full tail
+		local bc=$bufs st=off
+		if is_ac "$layout" && [ "$compaction" != off ]; then
+			st=$(compact_now)
+			bc=$(select_all_buffers t)
+			echo "   after the compaction ($st): ${bc%,*} buffers"
+			focused select_all_buffers "$layout" "$n" buffers_after_compaction "${bc%,*}" buffers
+			focused select_all_buffers "$layout" "$n" ratio_after_compaction "$(awk -v a="${bc%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", a / b }')" x
+			focused select_all_buffers "$layout" "$n" ratio_cycle_mean_compacted "$(awk -v a="${bc%,*}" -v c="${bb%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", (a + c) / 2 / b }')" x
+		fi
+		echo "$layout,$final,$n,${bb%,*},${bufs%,*},${bc%,*},${rb%,*}" >> "$res/cycle.csv"
 	else
 		focused select_all_buffers "$layout" "$n" buffers "${bufs%,*}" buffers
 		focused select_all_buffers "$layout" "$n" ratio "$(awk -v a="${bufs%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", a / b }')" x
@@ -778,6 +868,17 @@ SQL
 		p99_during_run "$layout"
 	fi
 
+	if is_ac "$layout" && [ "$compaction" != off ]; then
+		echo "-- $layout: p99 of concurrent inserts without and with a compaction"
+		p99_during_run "$layout" "${layout}_compaction" "" compaction
+		# write amplification: bytes written into the archive by runs and
+		# compactions over the bytes archived (archive_cluster_runs, all of them)
+		focused write_amplification "$layout" "$(ids)" bytes "$(q -c "SELECT round(sum(bytes_written)::numeric / nullif(sum(bytes_written) FILTER (WHERE kind = 'archive'), 0), 2) FROM archive_cluster_runs WHERE relation = 't'::regclass AND error IS NULL")" x
+		focused write_amplification "$layout" "$(ids)" rows "$(q -c "SELECT round(sum(rows_moved)::numeric / nullif(sum(rows_moved) FILTER (WHERE kind = 'archive'), 0), 2) FROM archive_cluster_runs WHERE relation = 't'::regclass AND error IS NULL")" x
+		focused write_amplification "$layout" "$(ids)" compactions "$(q -c "SELECT count(*) FROM archive_cluster_runs WHERE relation = 't'::regclass AND error IS NULL AND kind = 'compaction'")" -
+		focused disk "$layout" "$(ids)" archive_over_repacked "$(q -c "CREATE TEMP TABLE r AS SELECT * FROM t_archive ORDER BY cid, ts; SELECT round(pg_relation_size('t_archive')::numeric / pg_relation_size('r'), 3)")" x
+		q -c "SELECT '$layout', compaction_no, table_rows, rows_rewritten, bytes_rewritten, round(seconds::numeric, 3) FROM bench_compactions ORDER BY compaction_no" -F ',' >> "$res/compactions.csv"
+	fi
 	q -c "SELECT '$layout', run_no, table_rows, rows_moved, round(seconds::numeric, 3), how FROM bench_runs ORDER BY run_no" -F ',' >> "$res/runs.csv"
 	[ "$keep" = 1 ] || rm -f "$raw"/*_"$layout"*.[0-9]* 2>/dev/null || true
 	stop_server

@@ -19,11 +19,21 @@ SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts
 								mode => 'table');
 
 CREATE TABLE bench_state (last_check_ids bigint NOT NULL);
+-- compactions made while growing
+CREATE TABLE bench_compactions (
+	compaction_no serial PRIMARY KEY,
+	table_rows bigint NOT NULL,
+	rows_rewritten bigint NOT NULL,
+	bytes_rewritten bigint NOT NULL,
+	seconds float8 NOT NULL,
+	finished_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 INSERT INTO bench_state VALUES (0);
 
 CREATE PROCEDURE bench_maybe_run(total bigint) LANGUAGE plpgsql AS $$
 DECLARE
 	r record;
+	c record;
 BEGIN
 	IF total - (SELECT last_check_ids FROM bench_state) >= current_setting('bench.check_every')::bigint THEN
 		UPDATE bench_state SET last_check_ids = total;
@@ -36,6 +46,16 @@ BEGIN
 		IF r.status = 'archived' THEN
 			INSERT INTO bench_runs (table_rows, rows_moved, seconds, how)
 			VALUES (total, r.rows_moved, extract(epoch FROM r.duration), 'archive_cluster');
+			-- then, as the worker does, a compaction if due, in a transaction of
+			-- its own (bench.sh vacuums the archive after it)
+			IF current_setting('bench.compaction', true) IS DISTINCT FROM 'off' THEN
+				COMMIT;
+				SELECT * INTO c FROM archive_cluster_compact('t');
+				IF c.status = 'compacted' THEN
+					INSERT INTO bench_compactions (table_rows, rows_rewritten, bytes_rewritten, seconds)
+					VALUES (total, c.rows_rewritten, c.bytes_rewritten, extract(epoch FROM c.duration));
+				END IF;
+			END IF;
 		END IF;
 	END IF;
 END $$;

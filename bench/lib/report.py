@@ -106,7 +106,7 @@ def fnum(x):
         return float('nan')
 
 
-def plots(res, steps, lat, runs):
+def plots(res, steps, lat, runs, cycle):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -153,16 +153,49 @@ def plots(res, steps, lat, runs):
         ax.set_xlabel('rows (millions)')
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
+        if key == 'select_all_buffers' and cycle:
+            # the fourth line: the same rows rewritten in (cid, ts) order
+            # (pg_repack -o cid,ts), measured with each cycle of the ext layout
+            # (tab's if ext was not run)
+            src = 'ext' if any(r['layout'] == 'ext' for r in cycle) else 'tab'
+            pts = sorted((int(r['step_rows']), fnum(r['repacked'])) for r in cycle if r['layout'] == src)
+            ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], marker='x', color='black', linestyle='--',
+                    label='the same rows repacked (cid, ts)')
         ys = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
         if key != 'db_bytes' and ys and max(ys) / min(ys) > 20:
             ax.set_yscale('log')
         else:
             ax.set_ylim(bottom=0)
     axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(res, 'tps_buffers_size.png'), dpi=80)
     plt.close(fig)
     made.append('tps_buffers_size.png')
+
+    # target 2 over a cycle, at each step: before a run, after it, after the
+    # compaction that follows, and the same rows repacked
+    cl = [l for l in ('ext', 'tab') if any(r['layout'] == l for r in cycle)]
+    if cl:
+        fig, axes = plt.subplots(1, len(cl), figsize=(6.5 * len(cl), 4.2), squeeze=False)
+        for ax, l in zip(axes[0], cl):
+            rows = sorted((r for r in cycle if r['layout'] == l), key=lambda r: int(r['step_rows']))
+            x = [int(r['step_rows']) / 1e6 for r in rows]
+            for col, lab, sty in (('before_run', 'full tail, just before a run', ('tab:red', 'o', '-')),
+                                  ('after_run', 'right after the run', ('tab:orange', 's', '-')),
+                                  ('after_compaction', 'right after the compaction', ('tab:green', '^', '-')),
+                                  ('repacked', 'the same rows repacked (cid, ts)', ('black', 'x', '--'))):
+                ax.plot(x, [fnum(r[col]) for r in rows], marker=sty[1], color=sty[0], linestyle=sty[2], label=lab)
+            ax.set_title('"select all" buffers over a cycle: %s' % LABEL[l])
+            ax.set_xlabel('rows (millions)')
+            ax.set_ylabel('buffers per "select all" (hit + read)')
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(res, 'cycle.png'), dpi=80)
+        plt.close(fig)
+        made.append('cycle.png')
 
     # archive runs
     if runs:
@@ -196,8 +229,9 @@ def cmd_report(res):
     lat = load(os.path.join(res, 'latency.csv'))
     runs = load(os.path.join(res, 'runs.csv'))
     foc = load(os.path.join(res, 'focused.csv'))
+    cycle = load(os.path.join(res, 'cycle.csv')) if os.path.exists(os.path.join(res, 'cycle.csv')) else []
     try:
-        made = plots(res, steps, lat, runs)
+        made = plots(res, steps, lat, runs, cycle)
     except ImportError as e:
         made = []
         print('report.py: no plots (%s)' % e, file=sys.stderr)
@@ -284,6 +318,39 @@ def cmd_report(res):
         parts = [p for p in (buffers_part(l) for l in shown) if p]
         L.append('| 2 | %s | buffers per "select all" <= 1.5x the same rows rewritten in (cid, ts) order (verdict: %s right after a run) | %s | %s |'
                  % (mode, m, '; '.join(parts) or 'not measured', verdict(None if math.isnan(r) else r <= 1.5)))
+
+    # 2 with compaction: right after the compaction, the cycle mean (from it
+    # to a full tail), at the final size and at every step (cycle.csv)
+    for m, mode, sfx in MODES:
+        if not frow('select_all_buffers', m, 'ratio_after_compaction'):
+            continue
+        rb = f('select_all_buffers', 'repacked_' + m, 'buffers')
+        ra = f('select_all_buffers', m, 'ratio_after_compaction')
+        rc = f('select_all_buffers', m, 'ratio_cycle_mean_compacted')
+        steps_r = []
+        ok = not math.isnan(ra) and ra <= 1.2 and not math.isnan(rc) and rc <= 1.5
+        for r in sorted((r for r in cycle if r['layout'] == m), key=lambda r: int(r['step_rows'])):
+            a_c = ratio(fnum(r['after_compaction']), fnum(r['repacked']))
+            mean = ratio((fnum(r['after_compaction']) + fnum(r['before_run'])) / 2, fnum(r['repacked']))
+            steps_r.append('%s: %sx / %sx' % (r['table_rows'], fmt(a_c), fmt(mean)))
+            ok = ok and a_c <= 1.2 and mean <= 1.5
+        L.append('| 2c | %s | with compaction: "select all" buffers <= 1.2x the same rows repacked right after a compaction, <= 1.5x over the cycle (mean of right after it and a full tail), at every step | '
+                 'at the final size %s buffers after the compaction vs %s repacked: **%sx**, cycle mean **%sx**; every step (rows: after / mean): %s | %s |'
+                 % (mode, fmt(f('select_all_buffers', m, 'buffers_after_compaction'), 1), fmt(rb, 1), fmt(ra), fmt(rc),
+                    '; '.join(steps_r) or 'n/a', verdict(ok)))
+        wa = f('write_amplification', m, 'bytes')
+        L.append('| 2w | %s | write amplification: bytes written into the archive by runs and compactions per byte archived <= 4x | '
+                 '**%sx** (rows: %sx; %s compactions); archive size over the same rows repacked: %sx | %s |'
+                 % (mode, fmt(wa), fmt(f('write_amplification', m, 'rows')), fmt(f('write_amplification', m, 'compactions'), 0),
+                    fmt(f('disk', m, 'archive_over_repacked'), 3), verdict(None if math.isnan(wa) else wa <= 4)))
+        pc = f('p99_inserts', m + '_compaction', 'p99_ratio')
+        if frow('p99_inserts', m + '_compaction', 'p99_ratio'):
+            L.append('| 5c | %s | p99 of concurrent inserts during a compaction <= 2x without | %s ms during a %s-s compaction (%s rows) vs %s ms without: **%sx** | %s |'
+                     % (mode, fmt(f('p99_inserts', m + '_compaction', 'p99_during_run_ms')),
+                        fmt(f('p99_inserts', m + '_compaction', 'run_seconds'), 1),
+                        fmt(f('p99_inserts', m + '_compaction', 'run_rows'), 0),
+                        fmt(f('p99_inserts', m + '_compaction', 'p99_without_run_ms')), fmt(pc),
+                        verdict(None if math.isnan(pc) else pc <= 2)))
 
     # 3: OLTP only, one server, alternating rounds
     for m, mode, sfx in MODES:
@@ -401,6 +468,22 @@ def cmd_report(res):
                 l, s['step_rows'], s['grow_seconds'], fmt(fnum(s['tps']), 1), ' | '.join(cells),
                 fmt(fnum(s['select_all_buffers']), 1), fmt(fnum(s['db_bytes']) / 2 ** 20, 0), s['current_rows']))
     L.append('')
+
+    if cycle:
+        L.append('## "select all" buffers over a cycle, per step')
+        L.append('')
+        L.append('A full tail just before a run, right after the run (`t_current` vacuumed), right after the compaction '
+                 'that follows it (the archive vacuumed), and the same rows rewritten in (cid, ts) order.')
+        L.append('')
+        L.append('| layout | rows | before the run | after the run | after the compaction | repacked | after compaction / repacked | cycle mean / repacked |')
+        L.append('|---|---|---|---|---|---|---|---|')
+        for r in sorted(cycle, key=lambda r: (r['layout'], int(r['step_rows']))):
+            rp = fnum(r['repacked'])
+            L.append('| %s | %s | %s | %s | %s | %s | %sx | %sx |' % (
+                r['layout'], r['table_rows'], r['before_run'], r['after_run'], r['after_compaction'], r['repacked'],
+                fmt(ratio(fnum(r['after_compaction']), rp)),
+                fmt(ratio((fnum(r['after_compaction']) + fnum(r['before_run'])) / 2, rp))))
+        L.append('')
 
     L.append('## OLTP only (insert, update, select one, 1:1:1; 10 clients)')
     L.append('')
