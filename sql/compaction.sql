@@ -36,8 +36,10 @@ SET archive_cluster.compaction_threshold = 100;
 SELECT table_name, status, rows_rewritten FROM archive_cluster_compact('cp');
 RESET archive_cluster.compaction_threshold;
 
--- due: every archived row rewritten, the same rows
-SELECT table_name, status, rows_rewritten, bytes_rewritten > 0 AS bytes FROM archive_cluster_compact();
+-- due: every archived row rewritten, the same rows (all the caller's tables;
+-- those of the other tests are not due)
+SELECT table_name, status, rows_rewritten, bytes_rewritten > 0 AS bytes FROM archive_cluster_compact()
+WHERE table_name = 'cp'::regclass;
 SELECT checksum('cp') = (SELECT sum FROM cp_before) AS same_rows;
 SELECT count(*) AS archive_rows FROM cp_archive;
 SELECT count(*) AS in_both FROM cp_current c JOIN cp_archive a USING (id);
@@ -90,8 +92,8 @@ SELECT try('SELECT archive_cluster_compact(''cp_plain'')');
 SELECT try('SELECT archive_cluster_compact(''cp_current'')');
 SET ROLE ac_other;
 SELECT try('SELECT archive_cluster_compact(''cp'')');
--- without a relation: the caller's own tables only (none)
-SELECT count(*) FROM archive_cluster_compact();
+-- without a relation: the caller's own tables only (not cp)
+SELECT count(*) FROM archive_cluster_compact() WHERE table_name = 'cp'::regclass;
 -- the loose set is not open to other roles
 SELECT try('SELECT * FROM archive_cluster_loose');
 RESET ROLE;
