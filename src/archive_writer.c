@@ -25,6 +25,7 @@
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/freespace.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 
@@ -85,6 +86,8 @@ ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace)
 		w->slots[i] = table_slot_create(rel, NULL);
 	w->maxblocks = 1024;
 	w->blocks = palloc(sizeof(BlockNumber) * w->maxblocks);
+	w->flushcxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster writer",
+										ALLOCSET_DEFAULT_SIZES);
 }
 
 /* The slot to fill with the next row; then call ac_writer_add(). */
@@ -193,6 +196,7 @@ ac_note_block(AcWriter *w, BlockNumber blk)
 static void
 ac_writer_insert(AcWriter *w, int options)
 {
+	MemoryContext oldcxt;
 	int			i;
 
 	if (w->nslots == 0)
@@ -202,7 +206,11 @@ ac_writer_insert(AcWriter *w, int options)
 	for (i = 0; i < w->nslots; i++)
 		w->bytes += ExecFetchSlotHeapTuple(w->slots[i], true, NULL)->t_len;
 	w->rows += w->nslots;
+	/* what it allocates (its array of tuples, TOASTed copies) is not freed by it */
+	oldcxt = MemoryContextSwitchTo(w->flushcxt);
 	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, options, w->bistate);
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(w->flushcxt);
 	for (i = 0; i < w->nslots; i++)
 	{
 		ac_note_block(w, ItemPointerGetBlockNumber(&w->slots[i]->tts_tid));
@@ -241,25 +249,31 @@ ac_writer_flush(AcWriter *w)
  * space map knows to be empty (freed by an earlier compaction and vacuumed),
  * else a new page added to the table.  The table's insert target is set to
  * that page, so that table_multi_insert() starts there; a row that does not
- * fit after all goes where the table puts it.  Returns the page.
+ * fit after all goes where the table puts it.  Returns the page, or
+ * InvalidBlockNumber when the rows went elsewhere (another session took the
+ * page first: the free space map is a hint, nothing reserves a page).
  */
 BlockNumber
 ac_writer_flush_page(AcWriter *w, Size free_after)
 {
 	BlockNumber blk;
+	int			before = w->nblocks;
+	bool		used = false;
+	int			i;
 
 	if (w->nslots == 0)
 		return InvalidBlockNumber;
 	/* only a page with nothing on it is in the top category */
 	blk = GetPageWithFreeSpace(w->rel, MaxHeapTupleSize);
 	if (blk == InvalidBlockNumber)
-	{
 		blk = ac_extend_by_one_page(w->rel);
-		w->extended = true;
-	}
 	ReleaseBulkInsertStatePin(w->bistate);
 	RelationSetTargetBlock(w->rel, blk);
 	ac_writer_insert(w, 0);
+	for (i = before; i < w->nblocks; i++)
+		used |= w->blocks[i] == blk;
+	if (!used)
+		return InvalidBlockNumber;
 	/* no longer empty: the next page is another one */
 	RecordPageWithFreeSpace(w->rel, blk, free_after);
 	return blk;
@@ -309,6 +323,7 @@ ac_writer_end(AcWriter *w)
 	ExecCloseIndices(w->rri);
 	FreeExecutorState(w->estate);
 	pfree(w->blocks);
+	MemoryContextDelete(w->flushcxt);
 	pfree(w->isorts);
 	pfree(w->predicates);
 }

@@ -10,13 +10,14 @@
 #define ARCHIVE_CLUSTER_ARCHIVE_WRITER_H
 
 #include "access/heapam.h"
+#include "access/htup_details.h"
 #include "executor/executor.h"
 #include "utils/tuplesort.h"
 
 #include "pace.h"
 
-/* rows handed to table_multi_insert() at a time */
-#define AC_MULTI_INSERT 1000
+/* rows handed to table_multi_insert() at a time; more than a page holds */
+#define AC_MULTI_INSERT Max(1000, MaxHeapTuplesPerPage + 1)
 
 typedef struct AcWriter
 {
@@ -31,7 +32,7 @@ typedef struct AcWriter
 	Tuplesortstate **isorts;	/* one per index, while rows are written */
 	ExprState **predicates;		/* of partial indexes */
 	AcPace	   *pace;
-	bool		extended;		/* a page was added by ac_writer_flush_page() */
+	MemoryContext flushcxt;		/* table_multi_insert()'s allocations, per call */
 	/* what was written */
 	int64		rows;
 	int64		bytes;			/* of the rows as given */

@@ -72,6 +72,9 @@ PG_FUNCTION_INFO_V1(archive_cluster_compact);
 /* keys sampled to decide whether a compaction is due */
 #define AC_DUE_SAMPLE_KEYS 100
 
+static void ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols,
+									Oid *ops, Oid *colls, bool *nullsfirst);
+
 /* State of one compaction of one archive. */
 typedef struct AcCompactor
 {
@@ -113,7 +116,7 @@ ac_archive_row_bytes(Oid relation, Relation arc)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	sql = psprintf("SELECT pg_catalog.sum(bytes_written)::pg_catalog.float8"
-				   " OPERATOR(pg_catalog./) pg_catalog.sum(rows_moved)"
+				   " OPERATOR(pg_catalog./) NULLIF(pg_catalog.sum(rows_moved), 0)"
 				   " FROM (SELECT bytes_written, rows_moved FROM %s"
 				   "  WHERE relation OPERATOR(pg_catalog.=) $1 AND error IS NULL"
 				   "  AND bytes_written OPERATOR(pg_catalog.>) 0"
@@ -147,6 +150,10 @@ ac_compactable_pages(AcTableConfig *cfg)
 	AcKeys		keys;
 	AcTierCounts counts;
 	pg_prng_state rng;
+	AttrNumber	cols[AC_MAX_CLUSTER_COLS];
+	Oid			ops[AC_MAX_CLUSTER_COLS];
+	Oid			colls[AC_MAX_CLUSTER_COLS];
+	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
 	AttrNumber	attnum;
 	Oid			indexid;
 	double		avg_loose;
@@ -156,8 +163,9 @@ ac_compactable_pages(AcTableConfig *cfg)
 	if (loose.nranges == 0)
 		return 0;
 	arc = table_open(cfg->archive, AccessShareLock);
-	attnum = get_attnum(cfg->archive, cfg->cluster_by[0]);
-	indexid = attnum == InvalidAttrNumber ? InvalidOid : ac_key_index(arc, attnum);
+	ac_archive_sort_columns(cfg, arc, cols, ops, colls, nullsfirst);
+	attnum = cols[0];
+	indexid = ac_key_index(arc, attnum);
 	if (!OidIsValid(indexid))
 	{
 		table_close(arc, AccessShareLock);
@@ -230,16 +238,31 @@ ac_flush_settled(AcCompactor *c)
 		if (c->settled.blocks[i] != blk)
 			ac_keep_loose(c, c->settled.blocks[i]);
 	c->settled.nblocks = before;
-	c->settled_pages++;
+	if (blk != InvalidBlockNumber)
+		c->settled_pages++;
 	c->settled_used = 0;
 }
 
-/* The end of a key: its rows short of a page go to the loose pages. */
+/*
+ * The end of a key: its rows short of a page go to the loose pages; a page
+ * that one more of its last row would not fit in is full, and settles.
+ */
 static void
 ac_end_key(AcCompactor *c)
 {
 	int			i;
 
+	if (c->settled.nslots > 0)
+	{
+		TupleTableSlot *last = c->settled.slots[c->settled.nslots - 1];
+		Size		space = ac_row_space(ExecFetchSlotHeapTuple(last, false, NULL)->t_len);
+
+		if (!ac_fits(c, c->settled.nslots, c->settled_used, space))
+		{
+			ac_flush_settled(c);
+			return;
+		}
+	}
 	for (i = 0; i < c->settled.nslots; i++)
 	{
 		TupleTableSlot *slot = c->settled.slots[i];
@@ -341,12 +364,15 @@ ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols, Oid 
 }
 
 /*
- * The rows on the loose pages that this transaction's snapshot sees.  New
- * rows are written only once all are collected, so none of them is read
- * back, wherever it goes.
+ * The rows on the loose pages that this transaction's snapshot sees, range
+ * after range until archive_cluster.max_batch_rows rows are collected (one
+ * compaction is one transaction: bounded); *nranges gets the ranges read,
+ * the others are left for the next compaction.  New rows are written only
+ * once all are collected, so none of them is read back, wherever it goes.
  */
 static ItemPointerData *
-ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntids)
+ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntids,
+				 int *nranges)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(arc);
 	TupleTableSlot *slot = table_slot_create(arc, NULL);
@@ -355,7 +381,7 @@ ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntid
 	int			r;
 
 	*ntids = 0;
-	for (r = 0; r < loose->nranges; r++)
+	for (r = 0; r < loose->nranges && *ntids < archive_cluster_max_batch_rows; r++)
 	{
 		BlockNumber end = Min(loose->ranges[r].end, nblocks);
 		ItemPointerData mintid;
@@ -379,8 +405,37 @@ ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntid
 		}
 		table_endscan(scan);
 	}
+	*nranges = r;
 	ExecDropSingleTupleTableSlot(slot);
 	return tids;
+}
+
+/*
+ * A deferrable unique constraint on the archive would be checked only after
+ * every row was rewritten (as for runs, which check it row by row): refused
+ * before anything is done.
+ */
+static void
+ac_check_immediate_unique(Relation arc)
+{
+	List	   *indexes = RelationGetIndexList(arc);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		deferrable = index->rd_index->indisunique && !index->rd_index->indimmediate;
+		char	   *name = pstrdup(RelationGetRelationName(index));
+
+		index_close(index, AccessShareLock);
+		if (deferrable)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot compact \"%s\": its unique index \"%s\" is deferrable",
+							RelationGetRelationName(arc), name),
+					 errhint("Make the constraint NOT DEFERRABLE, or turn compaction off for this table's database (archive_cluster.compaction).")));
+	}
+	list_free(indexes);
 }
 
 /*
@@ -405,24 +460,44 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 	TupleTableSlot *fetchslot;
 	ItemPointerData *tids;
 	int64		ntids;
+	int			nread;
 	int64		rows;
-	CommandId	cid = GetCurrentCommandId(true);
+	CommandId	cid;
 	int64		i;
 
 	memset(&c, 0, sizeof(c));
 	c.arc = table_open(cfg->archive, RowExclusiveLock);
 	/* a published archive needs a replica identity for the deletes, as DELETE does */
 	CheckCmdReplicaIdentity(c.arc, CMD_DELETE);
+	ac_check_immediate_unique(c.arc);
 	ac_archive_sort_columns(cfg, c.arc, cols, ops, colls, nullsfirst);
 	ac_loose_load(cfg->relation, &loose);
+	if (loose.nranges == 0)
+	{
+		table_close(c.arc, NoLock);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(cxt);
+		*bytes = *paced_us = *busy = 0;
+		return 0;
+	}
 
+	/* the deletes and the writes in one command, after the SPI calls above */
+	cid = GetCurrentCommandId(true);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	tids = ac_collect_loose(c.arc, &loose, snapshot, &ntids);
+	tids = ac_collect_loose(c.arc, &loose, snapshot, &ntids, &nread);
 
 	ac_pace_init(&c.pace, archive_cluster_compaction_max_wal_rate, true,
 				 ac_wait_event("ArchiveClusterCompactionPacing"));
 	c.maxkeep = 64;
 	c.keep = palloc(sizeof(BlockNumber) * c.maxkeep);
+	/* ranges beyond this compaction's bound stay loose */
+	for (i = nread; i < loose.nranges; i++)
+	{
+		BlockNumber b;
+
+		for (b = loose.ranges[i].start; b < loose.ranges[i].end; b++)
+			ac_keep_loose(&c, b);
+	}
 	sort = tuplesort_begin_heap(RelationGetDescr(c.arc), cfg->ncluster, cols, ops, colls,
 								nullsfirst, maintenance_work_mem, NULL, TUPLESORT_NONE);
 	fetchslot = table_slot_create(c.arc, NULL);
@@ -458,6 +533,7 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 
 	ac_writer_begin(&c.settled, c.arc, false, &c.pace);
 	ac_writer_begin(&c.loose, c.arc, false, &c.pace);
+	c.settled.cid = c.loose.cid = cid;
 	c.page_space = ac_page_space(c.arc);
 	c.rowslot = table_slot_create(c.arc, NULL);
 	c.keyattno = cols[0];

@@ -135,10 +135,14 @@ ac_loose_load(Oid relation, AcLooseSet *set)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		nostart;
+		bool		noend;
 		bool		isnull;
-		int64		start = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		int64		end = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		int64		start = DatumGetInt64(SPI_getbinval(tup, desc, 1, &nostart));
+		int64		end = DatumGetInt64(SPI_getbinval(tup, desc, 2, &noend));
 
+		if (nostart || noend)
+			continue;			/* not written by us: an unbounded range */
 		start = Max(start, 0);
 		end = Min(end, (int64) MaxBlockNumber);
 		if (end <= start)
