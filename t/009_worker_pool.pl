@@ -41,6 +41,8 @@ archive_cluster.naptime = $naptime
 archive_cluster.worker_time_slice = 2
 archive_cluster.max_batch_rows = $batch_rows
 archive_cluster.extension_recheck_interval = 3600
+# the pool's scheduling only: compaction by the worker is t/011_compaction.pl's
+archive_cluster.compaction = off
 archive_cluster.enabled = off
 autovacuum = off
 log_statement = none
@@ -233,7 +235,7 @@ SELECT (SELECT count(*) FROM pay_current), (SELECT count(*) FROM pay_archive),
 	   coalesce(sum(rows_moved) FILTER (WHERE started_by = 'worker'), 0),
 	   count(*) FILTER (WHERE error IS NOT NULL OR started_by <> 'worker'),
 	   extract(epoch FROM min(started_at) FILTER (WHERE started_by = 'worker') - '$t0'::timestamptz)
-FROM archive_cluster_runs WHERE relation = 'pay'::regclass});
+FROM archive_cluster_runs WHERE relation = 'pay'::regclass AND kind = 'archive'});
 	$complete++ if $c == 0 && $a == $rows && $moved == $rows;
 	$errors += $e;
 	$runs += $r;
@@ -329,7 +331,8 @@ is( $node->safe_psql(
 	"nox1 installed true, nox2 absent 1",
 	'nox1 is now served as installed (after its first look), nox2 still untouched since its first look');
 my $nox1_runs = $node->safe_psql('nox1',
-	"SELECT count(*) FROM archive_cluster_runs WHERE started_by = 'worker' AND batches > 0 AND error IS NULL");
+	"SELECT count(*) FROM archive_cluster_runs WHERE started_by = 'worker' AND batches > 0 AND error IS NULL"
+	  . " AND kind = 'archive'");
 
 # --- the log.  By design the pool writes, after t0:
 #   one LOG line per worker run that moved rows ("archived N rows"): R;
