@@ -97,9 +97,11 @@ extern TimestampTz ac_run_backoff_until(Oid relation, const char *kind);
 
 /* run.c */
 typedef void (*AcTableWork) (AcTableConfig *cfg, void *arg, AcRunResult *res);
-typedef void (*AcPutResult) (ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res);
 extern void ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work,
-						  void *arg, AcPutResult put);
+						  void *arg);
+extern void ac_flush_as_written(void);
+extern void ac_run_log_of(AcRunLog *log, Oid relation, const char *kind,
+						  const AcRunResult *res, const char *started_by, Oid run_as);
 extern const char *ac_caller(void);
 extern bool ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status);
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,

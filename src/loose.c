@@ -61,33 +61,13 @@ ac_blocks_literal(BlockNumber *blocks, int nblocks)
 	return buf.data;
 }
 
-/* A run's batch wrote these pages (sorted in place). */
-void
-ac_loose_add(Oid relation, BlockNumber *blocks, int nblocks)
-{
-	Oid			argtypes[2] = {REGCLASSOID, TEXTOID};
-	Datum		values[2];
-	char	   *sql;
-
-	if (nblocks == 0)
-		return;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	sql = psprintf("INSERT INTO %s AS l (relation, blocks, batches)"
-				   " VALUES ($1, $2::pg_catalog.int8multirange, 1)"
-				   " ON CONFLICT (relation) DO UPDATE"
-				   " SET blocks = l.blocks OPERATOR(pg_catalog.+) excluded.blocks,"
-				   " batches = l.batches OPERATOR(pg_catalog.+) 1",
-				   ac_extension_object("archive_cluster_loose"));
-	values[0] = ObjectIdGetDatum(relation);
-	values[1] = CStringGetTextDatum(ac_blocks_literal(blocks, nblocks));
-	ac_exec_as_extension_owner(sql, 2, argtypes, values, NULL, SPI_OK_INSERT);
-	SPI_finish();
-}
-
-/* A compaction left these pages loose (sorted in place); the rest is settled. */
-void
-ac_loose_replace(Oid relation, BlockNumber *blocks, int nblocks)
+/*
+ * Store the pages (sorted in place) as the table's loose set: added to it
+ * for a run's batch, replacing it for a compaction (which counts as the
+ * set's one batch, none when it left nothing loose).
+ */
+static void
+ac_loose_store(Oid relation, BlockNumber *blocks, int nblocks, bool compaction)
 {
 	Oid			argtypes[3] = {REGCLASSOID, TEXTOID, INT4OID};
 	Datum		values[3];
@@ -96,16 +76,35 @@ ac_loose_replace(Oid relation, BlockNumber *blocks, int nblocks)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	sql = psprintf("INSERT INTO %s AS l (relation, blocks, batches, compacted_at)"
-				   " VALUES ($1, $2::pg_catalog.int8multirange, $3, pg_catalog.now())"
-				   " ON CONFLICT (relation) DO UPDATE"
-				   " SET blocks = excluded.blocks, batches = excluded.batches,"
-				   " compacted_at = excluded.compacted_at",
-				   ac_extension_object("archive_cluster_loose"));
+				   " VALUES ($1, $2::pg_catalog.int8multirange, $3, %s)"
+				   " ON CONFLICT (relation) DO UPDATE SET %s",
+				   ac_extension_object("archive_cluster_loose"),
+				   compaction ? "pg_catalog.now()" : "NULL",
+				   compaction ?
+				   "blocks = excluded.blocks, batches = excluded.batches,"
+				   " compacted_at = excluded.compacted_at" :
+				   "blocks = l.blocks OPERATOR(pg_catalog.+) excluded.blocks,"
+				   " batches = l.batches OPERATOR(pg_catalog.+) 1");
 	values[0] = ObjectIdGetDatum(relation);
 	values[1] = CStringGetTextDatum(ac_blocks_literal(blocks, nblocks));
-	values[2] = Int32GetDatum(nblocks > 0 ? 1 : 0);
+	values[2] = Int32GetDatum(compaction && nblocks == 0 ? 0 : 1);
 	ac_exec_as_extension_owner(sql, 3, argtypes, values, NULL, SPI_OK_INSERT);
 	SPI_finish();
+}
+
+/* A run's batch wrote these pages (sorted in place). */
+void
+ac_loose_add(Oid relation, BlockNumber *blocks, int nblocks)
+{
+	if (nblocks > 0)
+		ac_loose_store(relation, blocks, nblocks, false);
+}
+
+/* A compaction left these pages loose (sorted in place); the rest is settled. */
+void
+ac_loose_replace(Oid relation, BlockNumber *blocks, int nblocks)
+{
+	ac_loose_store(relation, blocks, nblocks, true);
 }
 
 /* The loose set of a table; empty if it has none. */

@@ -204,6 +204,43 @@ ac_report_left(AcTableConfig *cfg, const char *relname, AcMoveResult *mv)
 }
 
 /*
+ * A run or a compaction writes many pages through its ring of buffers; have
+ * the kernel write them back as it goes (backend_flush_after, restored with
+ * the user at the end of the caller's GUC nest level), as
+ * checkpoint_flush_after does for checkpoints.  Left to pile up as dirty page
+ * cache, they make every WAL flush of concurrent commits wait
+ * (docs/benchmarks.md, target 5).
+ */
+void
+ac_flush_as_written(void)
+{
+	char		flush_after[16];
+
+	snprintf(flush_after, sizeof(flush_after), "%d", archive_cluster_run_flush_after);
+	(void) set_config_option("backend_flush_after", flush_after,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/* The run log's row of a run or compaction that ended as in res. */
+void
+ac_run_log_of(AcRunLog *log, Oid relation, const char *kind, const AcRunResult *res,
+			  const char *started_by, Oid run_as)
+{
+	memset(log, 0, sizeof(AcRunLog));
+	log->relation = relation;
+	log->kind = kind;
+	log->started = res->started;
+	log->finished = res->finished;
+	log->rows = res->rows;
+	log->bytes = res->bytes;
+	log->batches = res->batches;
+	log->paced_us = res->paced_us;
+	log->started_by = started_by;
+	log->run_as = run_as;
+}
+
+/*
  * Run one registered table: take its run lock, then move its due batches
  * as the table's owner, and record the run.  Errors propagate to the
  * caller.
@@ -218,7 +255,6 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	int			save_nestlevel;
 	Oid			owner;
 	char	   *relname = get_rel_name(cfg->relation);
-	char		flush_after[16];
 	AcMoveResult mv;
 	bool		careful;
 
@@ -245,17 +281,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
 
-	/*
-	 * The run writes many pages through its ring of buffers; have the kernel
-	 * write them back as it goes (backend_flush_after, restored with the
-	 * user), as checkpoint_flush_after does for checkpoints.  Left to pile up
-	 * as dirty page cache, they make every WAL flush of concurrent commits
-	 * wait (docs/benchmarks.md, target 5).
-	 */
-	snprintf(flush_after, sizeof(flush_after), "%d", archive_cluster_run_flush_after);
-	(void) set_config_option("backend_flush_after", flush_after,
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	ac_flush_as_written();
 	ac_move(cfg, th.rows, force, max_batches, careful, &mv);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
@@ -270,17 +296,9 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	/* a careful run that found nothing to refuse is recorded: the next is not careful */
 	if (res->batches > 0 || mv.refused > 0 || mv.careful)
 	{
-		AcRunLog	log = {0};
+		AcRunLog	log;
 
-		log.relation = cfg->relation;
-		log.started = res->started;
-		log.finished = res->finished;
-		log.rows = res->rows;
-		log.batches = res->batches;
-		log.paced_us = res->paced_us;
-		log.bytes = mv.bytes;
-		log.started_by = started_by;
-		log.run_as = owner;
+		ac_run_log_of(&log, cfg->relation, AC_KIND_ARCHIVE, res, started_by, owner);
 		log.rows_refused = mv.refused;
 		log.rows_busy = mv.busy;
 		log.left_behind = ac_left_behind(&mv);
@@ -289,8 +307,13 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	ac_pause_point("before_commit", 3);
 }
 
+/*
+ * A result row of archive_cluster_run() (table_name, status, rows_moved,
+ * batches, duration) or archive_cluster_compact() (table_name, status,
+ * rows_rewritten, bytes_rewritten, duration).
+ */
 static void
-ac_put_result(ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res)
+ac_put_result(ReturnSetInfo *rsinfo, const char *kind, Oid relation, AcRunResult *res)
 {
 	Datum		values[5];
 	bool		nulls[5] = {false, false, false, false, false};
@@ -300,7 +323,10 @@ ac_put_result(ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res)
 	values[0] = ObjectIdGetDatum(relation);
 	values[1] = CStringGetTextDatum(res->status);
 	values[2] = Int64GetDatum(res->rows);
-	values[3] = Int32GetDatum(res->batches);
+	if (strcmp(kind, AC_KIND_ARCHIVE) == 0)
+		values[3] = Int32GetDatum(res->batches);
+	else
+		values[3] = Int64GetDatum(res->bytes);
 	values[4] = IntervalPGetDatum(iv);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
@@ -322,8 +348,8 @@ ac_caller(void)
 
 /*
  * The body of archive_cluster_run() and archive_cluster_compact(), whose
- * first argument is a relation (NULL: all): "work" does one table and
- * "put" adds its result row to the SRF's result.
+ * first argument is a relation (NULL: all): "work" does one table, and its
+ * result row is added to the SRF's result.
  *
  * With a relation: that table (errors are raised).  Without: every
  * registered table that the caller owns; an error in one table is
@@ -333,8 +359,7 @@ ac_caller(void)
  * ends the call.
  */
 void
-ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void *arg,
-			  AcPutResult put)
+ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void *arg)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	AcTableConfig cfg;
@@ -368,7 +393,7 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 		}
 		ac_check_owner(relation);
 		work(&cfg, arg, &res);
-		put(rsinfo, relation, &res);
+		ac_put_result(rsinfo, kind, relation, &res);
 	}
 	else
 	{
@@ -421,7 +446,7 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 				FreeErrorData(edata);
 			}
 			PG_END_TRY();
-			put(rsinfo, relation, &res);
+			ac_put_result(rsinfo, kind, relation, &res);
 		}
 	}
 
@@ -466,6 +491,6 @@ archive_cluster_run(PG_FUNCTION_ARGS)
 					 errmsg("max_batches must be at least 1"),
 					 errhint("Pass NULL for no limit.")));
 	}
-	ac_each_table(fcinfo, AC_KIND_ARCHIVE, ac_run_work, &args, ac_put_result);
+	ac_each_table(fcinfo, AC_KIND_ARCHIVE, ac_run_work, &args);
 	return (Datum) 0;
 }

@@ -150,6 +150,36 @@ ac_worker_record_error(Oid relation, const char *kind, TimestampTz started,
 }
 
 /*
+ * In a PG_CATCH around a run or a compaction of a table: abort the
+ * transaction, then report the error (its SQLSTATE, detail and hint kept).
+ * A lock not granted in time (held for long elsewhere) is logged only and
+ * tried again next time; any other error is a warning, recorded in the run
+ * log so that the table waits for its backoff.  True when recorded.
+ */
+static bool
+ac_worker_caught(Oid relation, const char *kind, TimestampTz started,
+				 const char *relname)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
+	ErrorData  *edata;
+
+	HOLD_INTERRUPTS();
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortOutOfAnyTransaction();
+	RESUME_INTERRUPTS();
+	MemoryContextSwitchTo(oldcxt);
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		ac_report_caught(edata, LOG, relname);
+		return false;
+	}
+	ac_report_caught(edata, WARNING, relname);
+	ac_worker_record_error(relation, kind, started, edata->message);
+	return true;
+}
+
+/*
  * VACUUM a current table after a run moved rows out of it: until then its
  * indexes still point at every moved row, and a reader of the view visits
  * those rows' heap pages (autovacuum would come later, and a run can empty
@@ -266,22 +296,7 @@ ac_worker_compact(Oid relation)
 	}
 	PG_CATCH();
 	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
-		ErrorData  *edata;
-
-		HOLD_INTERRUPTS();
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortOutOfAnyTransaction();
-		RESUME_INTERRUPTS();
-		MemoryContextSwitchTo(oldcxt);
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-			ac_report_caught(edata, LOG, relname);
-		else
-		{
-			ac_report_caught(edata, WARNING, relname);
-			ac_worker_record_error(relation, AC_KIND_COMPACTION, started, edata->message);
-		}
+		ac_worker_caught(relation, AC_KIND_COMPACTION, started, relname);
 		return;
 	}
 	PG_END_TRY();
@@ -362,27 +377,9 @@ ac_worker_table(Oid relation, bool *looked)
 		}
 		PG_CATCH();
 		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
-			ErrorData  *edata;
-
-			HOLD_INTERRUPTS();
-			edata = CopyErrorData();
-			FlushErrorState();
-			AbortOutOfAnyTransaction();
-			RESUME_INTERRUPTS();
-			MemoryContextSwitchTo(oldcxt);
-
-			if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-			{
-				/* a lock held for long elsewhere: next time, no failure */
-				ac_report_caught(edata, LOG, relname);
-			}
-			else
-			{
-				ac_report_caught(edata, WARNING, relname);
-				ac_worker_record_error(relation, AC_KIND_ARCHIVE, started, edata->message);
-				*looked = true;	/* its failure is in the run log: retried after its backoff */
-			}
+			/* a failure in the run log: retried after its backoff */
+			if (ac_worker_caught(relation, AC_KIND_ARCHIVE, started, relname))
+				*looked = true;
 			failed = true;
 		}
 		PG_END_TRY();
