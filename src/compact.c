@@ -136,13 +136,17 @@ ac_archive_row_bytes(Oid relation, Relation arc)
 }
 
 /*
- * Heap pages per key that compacting this table's archive would save, on
- * average over keys sampled from the archive's index on its key (the first
- * cluster column): see ac_compactable_average().  0 when the archive has
- * no loose pages or no such index.
+ * The share of its archive's heap pages that compacting this table would
+ * save when reading a key's rows: over keys sampled from the archive's index
+ * on its key (the first cluster column), the pages per key a compaction
+ * would save (ac_compactable_average()) over the pages per key.  So a
+ * compaction is due as soon as the runs since the last one make reading a
+ * key's archived rows that much dearer than reading them compacted, whatever
+ * the number of rows a key has.  0 when the archive has no loose pages or no
+ * such index.
  */
 double
-ac_compactable_pages(AcTableConfig *cfg)
+ac_compactable_share(AcTableConfig *cfg)
 {
 	Relation	arc;
 	Relation	index;
@@ -157,7 +161,10 @@ ac_compactable_pages(AcTableConfig *cfg)
 	AttrNumber	attnum;
 	Oid			indexid;
 	double		avg_loose;
-	double		result;
+	double		compactable;
+	double		pages = 0;
+	int			keys_with_rows = 0;
+	int			i;
 
 	ac_loose_load(cfg->relation, &loose);
 	if (loose.nranges == 0)
@@ -178,11 +185,20 @@ ac_compactable_pages(AcTableConfig *cfg)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	ac_count_tier(arc, index, &keys, &loose, &counts);
 	PopActiveSnapshot();
-	result = ac_compactable_average(keys.nkeys, &counts,
-									ac_archive_row_bytes(cfg->relation, arc), &avg_loose);
+	compactable = ac_compactable_average(keys.nkeys, &counts,
+										 ac_archive_row_bytes(cfg->relation, arc), &avg_loose);
+	for (i = 0; i < keys.nkeys; i++)
+	{
+		if (counts.rows[i] == 0)
+			continue;
+		keys_with_rows++;
+		pages += counts.pages[i];
+	}
 	index_close(index, AccessShareLock);
 	table_close(arc, AccessShareLock);
-	return result;
+	if (keys_with_rows == 0 || pages <= 0)
+		return 0;
+	return compactable / (pages / keys_with_rows);
 }
 
 /* Keep this page loose (a row left on it, or one that did not fit). */
@@ -584,7 +600,6 @@ ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunRe
 	int			save_sec_context;
 	int			save_nestlevel;
 	Oid			owner;
-	char		flush_after[16];
 	int64		busy = 0;
 
 	memset(res, 0, sizeof(AcRunResult));
@@ -599,17 +614,13 @@ ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunRe
 
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
-	if (!force && ac_compactable_pages(cfg) < Max(archive_cluster_compaction_threshold, 0.01))
+	if (!force && ac_compactable_share(cfg) < Max(archive_cluster_compaction_threshold, 0.001))
 	{
 		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 		res->status = "not due";
 		return;
 	}
-	/* as a run: the kernel writes the pages back as they are written (run.c) */
-	snprintf(flush_after, sizeof(flush_after), "%d", archive_cluster_run_flush_after);
-	(void) set_config_option("backend_flush_after", flush_after,
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	ac_flush_as_written();
 	res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &busy);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
@@ -618,18 +629,9 @@ ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunRe
 
 	if (res->rows > 0 || busy > 0)
 	{
-		AcRunLog	log = {0};
+		AcRunLog	log;
 
-		log.relation = cfg->relation;
-		log.kind = AC_KIND_COMPACTION;
-		log.started = res->started;
-		log.finished = res->finished;
-		log.rows = res->rows;
-		log.bytes = res->bytes;
-		log.batches = res->batches;
-		log.paced_us = res->paced_us;
-		log.started_by = started_by;
-		log.run_as = owner;
+		ac_run_log_of(&log, cfg->relation, AC_KIND_COMPACTION, res, started_by, owner);
 		log.rows_busy = busy;
 		ac_log_run(&log);
 	}
@@ -640,22 +642,6 @@ static void
 ac_compact_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
 {
 	ac_compact_table(cfg, *(bool *) arg, ac_caller(), res);
-}
-
-static void
-ac_put_compact_result(ReturnSetInfo *rsinfo, Oid relation, AcRunResult *res)
-{
-	Datum		values[5];
-	bool		nulls[5] = {false, false, false, false, false};
-	Interval   *iv = palloc0(sizeof(Interval));
-
-	iv->time = res->finished - res->started;
-	values[0] = ObjectIdGetDatum(relation);
-	values[1] = CStringGetTextDatum(res->status);
-	values[2] = Int64GetDatum(res->rows);
-	values[3] = Int64GetDatum(res->bytes);
-	values[4] = IntervalPGetDatum(iv);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
@@ -674,6 +660,6 @@ archive_cluster_compact(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("force must not be NULL")));
 	force = PG_GETARG_BOOL(1);
-	ac_each_table(fcinfo, AC_KIND_COMPACTION, ac_compact_work, &force, ac_put_compact_result);
+	ac_each_table(fcinfo, AC_KIND_COMPACTION, ac_compact_work, &force);
 	return (Datum) 0;
 }

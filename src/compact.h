@@ -12,7 +12,7 @@
 #include "utils/relcache.h"
 
 extern double ac_archive_row_bytes(Oid relation, Relation arc);
-extern double ac_compactable_pages(AcTableConfig *cfg);
+extern double ac_compactable_share(AcTableConfig *cfg);
 extern void ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by,
 							 AcRunResult *res);
 

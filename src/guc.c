@@ -52,8 +52,8 @@ int			archive_cluster_run_max_wal_rate = 20;
 /* archive_cluster.compaction: the background worker compacts archives */
 bool		archive_cluster_compaction = true;
 
-/* archive_cluster.compaction_threshold: pages per key a compaction would save, at least */
-double		archive_cluster_compaction_threshold = 1.0;
+/* archive_cluster.compaction_threshold: share of a key's pages compaction saves */
+double		archive_cluster_compaction_threshold = 0.1;
 
 /* archive_cluster.compaction_max_wal_rate: MB/s of WAL of a compaction */
 int			archive_cluster_compaction_max_wal_rate = 20;
@@ -254,12 +254,13 @@ ac_define_gucs(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("archive_cluster.compaction_threshold",
-							 "Heap pages per key that a compaction of an archive must save, on average, "
-							 "for it to be due.",
+							 "Share of the heap pages a key's archived rows lie on that a compaction "
+							 "must save for it to be due.",
 							 "Measured on keys sampled from the archive's cluster index: the loose pages "
-							 "of a key's rows, less the pages those rows would fill rewritten together.",
+							 "of a key's rows, less the pages those rows would fill rewritten together, "
+							 "over all the pages of its rows.",
 							 &archive_cluster_compaction_threshold,
-							 1.0, 0.0, 1000.0,
+							 0.1, 0.0, 1.0,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
