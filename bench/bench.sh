@@ -301,7 +301,7 @@ csv_init() {	# csv_init FILE HEADER
 csv_init steps.csv "layout,step_rows,table_rows,grow_seconds,tps,select_all_buffers,select_all_rows,db_bytes,current_rows,archive_rows,mem_peak"
 csv_init latency.csv "layout,workload,step_rows,type,count,avg_ms,p99_ms,retried,failed"
 csv_init runs.csv "layout,run_no,table_rows,rows_moved,seconds,how"
-csv_init cycle.csv "layout,step_rows,table_rows,before_run,after_run,after_compaction,repacked"
+csv_init cycle.csv "layout,step_rows,table_rows,before_run,after_run,after_compaction,repacked,archive_rows,batch_rows,archive_pages_peak,archive_pages,archive_repacked_pages"
 csv_init compactions.csv "layout,compaction_no,table_rows,rows_rewritten,bytes_rewritten,seconds"
 csv_init focused.csv "benchmark,layout,table_rows,metric,value,unit"
 
@@ -669,12 +669,29 @@ repacked_buffers() {	# -> avg buffers of "select all" on t rewritten in (cid, ts
 compact_now() {	# compact_now: as the worker would after a run; echoes the status
 	local st
 	st=$(q -c "SELECT status FROM archive_cluster_compact('t')")
+	# the archive's size at its largest: the compaction's rows written, the
+	# rows it deleted not yet vacuumed
+	q -c "SELECT pg_relation_size('t_archive') / 8192" > "$out/archive_peak_pages"
 	[ "$st" = compacted ] && q -c "VACUUM t_archive" >/dev/null
 	echo "$st"
 }
 
+# The archive's disk after a run and its compaction (one cycle.csv row's
+# last five columns): its rows, the last run's rows (one batch), its pages
+# at the largest (before the VACUUM after the compaction) and after the
+# VACUUM, and the pages of its rows rewritten in (cid, ts) order.
+archive_disk() {
+	local peak
+	peak=$(cat "$out/archive_peak_pages" 2>/dev/null || true)
+	[ -n "$peak" ] || peak=$(q -c "SELECT pg_relation_size('t_archive') / 8192")
+	rm -f "$out/archive_peak_pages"
+	q -c "CREATE TABLE t_archive_repacked AS SELECT * FROM t_archive ORDER BY cid, ts" >/dev/null
+	echo "$(q -c "SELECT count(*) FROM t_archive"),$(q -c "SELECT rows_moved FROM archive_cluster_runs WHERE relation = 't'::regclass AND kind = 'archive' AND error IS NULL AND rows_moved > 0 ORDER BY started_at DESC LIMIT 1"),$peak,$(q -c "SELECT pg_relation_size('t_archive') / 8192"),$(q -c "SELECT pg_relation_size('t_archive_repacked') / 8192")"
+	q -c "DROP TABLE t_archive_repacked" >/dev/null
+}
+
 cycle_buffers() {	# cycle_buffers LAYOUT STEP
-	local layout=$1 step=$2 bb ba bc rb st
+	local layout=$1 step=$2 bb ba bc rb st disk
 	grow_tail "$layout" >/dev/null
 	q -c "ANALYZE" >/dev/null
 	bb=$(select_all_buffers t)
@@ -688,8 +705,10 @@ cycle_buffers() {	# cycle_buffers LAYOUT STEP
 		bc=$(select_all_buffers t)
 	fi
 	rb=$(repacked_buffers)
-	echo "$layout,$step,$(ids),${bb%,*},${ba%,*},${bc%,*},$rb" >> "$res/cycle.csv"
+	disk=$(archive_disk)
+	echo "$layout,$step,$(ids),${bb%,*},${ba%,*},${bc%,*},$rb,$disk" >> "$res/cycle.csv"
 	echo "   before the run ${bb%,*}, after it ${ba%,*}, after the compaction ($st) ${bc%,*}; repacked $rb"
+	echo "   archive (rows, last batch, pages at the largest, after VACUUM, repacked): $disk"
 }
 
 # --------------------------------------------------------------------------
@@ -816,7 +835,9 @@ SQL
 			focused select_all_buffers "$layout" "$n" ratio_after_compaction "$(awk -v a="${bc%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", a / b }')" x
 			focused select_all_buffers "$layout" "$n" ratio_cycle_mean_compacted "$(awk -v a="${bc%,*}" -v c="${bb%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", (a + c) / 2 / b }')" x
 		fi
-		echo "$layout,$final,$n,${bb%,*},${bufs%,*},${bc%,*},${rb%,*}" >> "$res/cycle.csv"
+		local disk=",,,,"
+		is_ac "$layout" && disk=$(archive_disk)
+		echo "$layout,$final,$n,${bb%,*},${bufs%,*},${bc%,*},${rb%,*},$disk" >> "$res/cycle.csv"
 	else
 		focused select_all_buffers "$layout" "$n" buffers "${bufs%,*}" buffers
 		focused select_all_buffers "$layout" "$n" ratio "$(awk -v a="${bufs%,*}" -v b="${rb%,*}" 'BEGIN { printf "%.2f", a / b }')" x
@@ -876,7 +897,7 @@ SQL
 		focused write_amplification "$layout" "$(ids)" bytes "$(q -c "SELECT round(sum(bytes_written)::numeric / nullif(sum(bytes_written) FILTER (WHERE kind = 'archive'), 0), 2) FROM archive_cluster_runs WHERE relation = 't'::regclass AND error IS NULL")" x
 		focused write_amplification "$layout" "$(ids)" rows "$(q -c "SELECT round(sum(rows_moved)::numeric / nullif(sum(rows_moved) FILTER (WHERE kind = 'archive'), 0), 2) FROM archive_cluster_runs WHERE relation = 't'::regclass AND error IS NULL")" x
 		focused write_amplification "$layout" "$(ids)" compactions "$(q -c "SELECT count(*) FROM archive_cluster_runs WHERE relation = 't'::regclass AND error IS NULL AND kind = 'compaction'")" -
-		focused disk "$layout" "$(ids)" archive_over_repacked "$(q -c "CREATE TEMP TABLE r AS SELECT * FROM t_archive ORDER BY cid, ts; SELECT round(pg_relation_size('t_archive')::numeric / pg_relation_size('r'), 3)")" x
+		# the archive's disk: at every step (cycle.csv, archive_disk)
 		q -c "SELECT '$layout', compaction_no, table_rows, rows_rewritten, bytes_rewritten, round(seconds::numeric, 3) FROM bench_compactions ORDER BY compaction_no" -F ',' >> "$res/compactions.csv"
 	fi
 	q -c "SELECT '$layout', run_no, table_rows, rows_moved, round(seconds::numeric, 3), how FROM bench_runs ORDER BY run_no" -F ',' >> "$res/runs.csv"
