@@ -162,9 +162,7 @@ ac_compactable_share(AcTableConfig *cfg)
 	Oid			indexid;
 	double		avg_loose;
 	double		compactable;
-	double		pages = 0;
-	int			keys_with_rows = 0;
-	int			i;
+	double		avg_pages;
 
 	ac_loose_load(cfg->relation, &loose);
 	if (loose.nranges == 0)
@@ -186,19 +184,11 @@ ac_compactable_share(AcTableConfig *cfg)
 	ac_count_tier(arc, index, &keys, &loose, &counts);
 	PopActiveSnapshot();
 	compactable = ac_compactable_average(keys.nkeys, &counts,
-										 ac_archive_row_bytes(cfg->relation, arc), &avg_loose);
-	for (i = 0; i < keys.nkeys; i++)
-	{
-		if (counts.rows[i] == 0)
-			continue;
-		keys_with_rows++;
-		pages += counts.pages[i];
-	}
+										 ac_archive_row_bytes(cfg->relation, arc),
+										 &avg_loose, &avg_pages);
 	index_close(index, AccessShareLock);
 	table_close(arc, AccessShareLock);
-	if (keys_with_rows == 0 || pages <= 0)
-		return 0;
-	return compactable / (pages / keys_with_rows);
+	return avg_pages > 0 ? compactable / avg_pages : 0;
 }
 
 /* Keep this page loose (a row left on it, or one that did not fit). */

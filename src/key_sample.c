@@ -325,28 +325,39 @@ ac_row_bytes(Relation heap)
  * loose pages of a key's rows, and how many fewer pages those rows would
  * take rewritten together: one run of rows x row bytes / usable page bytes
  * of a page, plus the page its start shares with the key before (what the
- * same rows in one sorted stream span, on average; a compacted archive
- * measures about 0).  Averages over the keys with rows in the tier;
- * *avg_loose gets the first.
+ * same rows in one sorted stream span, on average).  Averages over the keys
+ * with rows in the tier: the first in *avg_loose, all the pages of their
+ * rows in *avg_pages, the second returned.  The second is averaged before
+ * it is floored at 0: a key's ends, left on pages shared with its
+ * neighbours, span a page more or less than that average, so a compacted
+ * archive measures about 0 however few rows its keys have.
  */
 double
-ac_compactable_average(int nkeys, const AcTierCounts *c, double rowbytes, double *avg_loose)
+ac_compactable_average(int nkeys, const AcTierCounts *c, double rowbytes, double *avg_loose,
+					   double *avg_pages)
 {
 	double		usable = BLCKSZ - SizeOfPageHeaderData;
 	double		sum_loose = 0;
+	double		sum_pages = 0;
 	double		sum_compactable = 0;
 	int			keys = 0;
 	int			i;
 
+	*avg_loose = 0;
+	*avg_pages = 0;
 	for (i = 0; i < nkeys; i++)
 	{
 		if (c->rows[i] == 0)
 			continue;
 		keys++;
 		sum_loose += c->loose_pages[i];
+		sum_pages += c->pages[i];
 		if (c->loose_rows[i] > 0)
-			sum_compactable += Max(c->loose_pages[i] - (c->loose_rows[i] * rowbytes / usable + 1), 0);
+			sum_compactable += c->loose_pages[i] - (c->loose_rows[i] * rowbytes / usable + 1);
 	}
-	*avg_loose = keys > 0 ? sum_loose / keys : 0;
-	return keys > 0 ? sum_compactable / keys : 0;
+	if (keys == 0)
+		return 0;
+	*avg_loose = sum_loose / keys;
+	*avg_pages = sum_pages / keys;
+	return Max(sum_compactable / keys, 0);
 }

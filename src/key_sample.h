@@ -46,6 +46,6 @@ extern void ac_count_tier(Relation heap, Relation index, AcKeys *k, const AcLoos
 						  AcTierCounts *out);
 extern double ac_row_bytes(Relation heap);
 extern double ac_compactable_average(int nkeys, const AcTierCounts *c, double rowbytes,
-									 double *avg_loose);
+									 double *avg_loose, double *avg_pages);
 
 #endif							/* ARCHIVE_CLUSTER_KEY_SAMPLE_H */

@@ -118,8 +118,11 @@ ac_summarize(int nkeys, const int64 *rows, const int64 *pages, double rowbytes,
 static void
 ac_summarize_loose(int nkeys, const AcTierCounts *c, double rowbytes, AcFragRow *r)
 {
+	double		avg_pages;
+
 	r->has_loose = true;
-	r->avg_compactable = ac_compactable_average(nkeys, c, rowbytes, &r->avg_loose_pages);
+	r->avg_compactable = ac_compactable_average(nkeys, c, rowbytes, &r->avg_loose_pages,
+												&avg_pages);
 }
 
 /* Append one row to the result of archive_cluster_fragmentation(). */

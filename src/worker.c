@@ -160,23 +160,28 @@ static bool
 ac_worker_caught(Oid relation, const char *kind, TimestampTz started,
 				 const char *relname)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
 	ErrorData  *edata;
+	bool		recorded = false;
 
+	/* the copy outside ErrorContext, which FlushErrorState() empties */
+	MemoryContextSwitchTo(ac_cycle_cxt);
 	HOLD_INTERRUPTS();
 	edata = CopyErrorData();
 	FlushErrorState();
 	AbortOutOfAnyTransaction();
 	RESUME_INTERRUPTS();
-	MemoryContextSwitchTo(oldcxt);
+	/* where a committed transaction leaves the worker */
+	MemoryContextSwitchTo(TopMemoryContext);
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-	{
 		ac_report_caught(edata, LOG, relname);
-		return false;
+	else
+	{
+		ac_report_caught(edata, WARNING, relname);
+		ac_worker_record_error(relation, kind, started, edata->message);
+		recorded = true;
 	}
-	ac_report_caught(edata, WARNING, relname);
-	ac_worker_record_error(relation, kind, started, edata->message);
-	return true;
+	FreeErrorData(edata);
+	return recorded;
 }
 
 /*
