@@ -738,7 +738,8 @@ run_layout() {	# run_layout LAYOUT
 	fi
 
 	local step first=1 t0 grow_s tps bufs dbb cur arc nrows
-	local final=${steps##* }
+	local final
+	final=$(echo $steps | awk '{ print $NF }')
 	for step in $steps; do
 		echo "-- $layout: growing to $step rows"
 		t0=$(date +%s.%N)

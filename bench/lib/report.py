@@ -158,7 +158,7 @@ def plots(res, steps, lat, runs, cycle):
             # (pg_repack -o cid,ts), measured with each cycle of the ext layout
             # (tab's if ext was not run)
             src = 'ext' if any(r['layout'] == 'ext' for r in cycle) else 'tab'
-            pts = sorted((int(r['step_rows']), fnum(r['repacked'])) for r in cycle if r['layout'] == src)
+            pts = sorted((int(r['step_rows']), fnum(r['repacked'])) for r in cycle if r['layout'] == src and r['step_rows'])
             ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], marker='x', color='black', linestyle='--',
                     label='the same rows repacked (cid, ts)')
         ys = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
