@@ -38,6 +38,8 @@
 #   --compaction on|off   after each run of the growth, archive_cluster_compact()
 #                    (when due) and a VACUUM of the archive, as the worker does
 #                    (layouts ext, tab; default on)
+#   --compaction-threshold X   archive_cluster.compaction_threshold of the
+#                    bench database (default: the extension's, 0.1)
 #   --p99-settings "a=b[,c=d] ..."   target 5 is also measured with the run's
 #                    session set so, for each of these (twice each, alternating;
 #                    default "archive_cluster.run_max_wal_rate=0", none with
@@ -68,6 +70,7 @@ layouts="plain sql ext tab"
 copy_rows=1000000
 batch_rows=""
 compaction=on
+compaction_threshold=""
 oltp_rows=1100000
 oltp_secs=20
 out=""
@@ -98,13 +101,14 @@ while [ $# -gt 0 ]; do
 		--copy-rows) copy_rows=$2; given="$given copy_rows"; shift 2 ;;
 		--batch-rows) batch_rows=$2; shift 2 ;;
 		--compaction) compaction=$2; shift 2 ;;
+		--compaction-threshold) compaction_threshold=$2; shift 2 ;;
 		--p99-settings) p99_settings=$2; p99_settings_set=1; shift 2 ;;
 		--out) out=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--build) build=1; shift ;;
 		--keep) keep=1; shift ;;
 		--docs) docs=1; shift ;;
-		-h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,56p' "$0"; exit 0 ;;
 		*) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -725,6 +729,9 @@ run_layout() {	# run_layout LAYOUT
 		-c "ALTER DATABASE bench SET bench.check_every = '$check_every'" \
 		-c "ALTER DATABASE bench SET bench.batch_rows = '$batch_rows'" \
 		-c "ALTER DATABASE bench SET bench.compaction = '$compaction'"
+	if [ -n "$compaction_threshold" ] && is_ac "$layout"; then
+		psql_db postgres -c "ALTER DATABASE bench SET archive_cluster.compaction_threshold = '$compaction_threshold'"
+	fi
 	compactions_seen=0
 	psql_db bench -f "$out/lib/layout_$layout.sql" >/dev/null
 	psql_db bench -f "$out/lib/common.sql" >/dev/null

@@ -103,7 +103,7 @@ extern void ac_flush_as_written(void);
 extern void ac_run_log_of(AcRunLog *log, Oid relation, const char *kind,
 						  const AcRunResult *res, const char *started_by, Oid run_as);
 extern const char *ac_caller(void);
-extern bool ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status);
+extern char *ac_table_begin(AcTableConfig *cfg, AcRunResult *res);
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 						 const char *started_by, AcRunResult *res);
 

@@ -2,13 +2,15 @@
  *
  * archive_writer.c
  *		Writing rows into <t>_archive, for runs (mover.c) and compactions
- *		(compact.c): rows are buffered and handed to table_multi_insert() a
- *		thousand at a time, appended at the end of the table
- *		(ac_writer_flush), or, for a compaction, one page's worth onto an
- *		empty page (ac_writer_flush_page); their index entries are then
- *		sorted per index and inserted in index order (ac_writer_finish).
- *		The pages written are noted, for the loose set (loose.c).  Each row
- *		and index entry is paced (pace.c).
+ *		(compact.c): rows come sorted by the cluster key; they are buffered
+ *		a page's worth at a time and handed to table_multi_insert() onto an
+ *		empty page (ac_writer_flush): one the free space map knows to be
+ *		empty (a compaction emptied it, VACUUM freed it), else a new one.
+ *		So the archive reuses the space compactions free, and no row of a
+ *		later key goes into a hole among earlier keys' rows.  The index
+ *		entries are then sorted per index and inserted in index order
+ *		(ac_writer_finish).  The pages written are noted, for the loose set
+ *		(loose.c).  Each row and index entry is paced (pace.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -59,6 +61,17 @@ ac_can_sort_indexes(ResultRelInfo *rri)
 }
 
 /*
+ * Bytes a heap page of rel offers to rows: the page less its header, and
+ * less the free space its fill factor keeps.
+ */
+static Size
+ac_page_space(Relation rel)
+{
+	return BLCKSZ - SizeOfPageHeaderData -
+		RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+}
+
+/*
  * Start writing into rel (a tier, opened by the caller) in the caller's
  * transaction and memory context.  "speculative": its unique indexes are
  * opened as for ON CONFLICT (careful runs probe them).  Guard indexes (table
@@ -82,7 +95,8 @@ ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace)
 	w->isorts = palloc0(sizeof(Tuplesortstate *) * Max(w->rri->ri_NumIndices, 1));
 	w->predicates = palloc0(sizeof(ExprState *) * Max(w->rri->ri_NumIndices, 1));
 	w->bistate = GetBulkInsertState();
-	for (i = 0; i < AC_MULTI_INSERT; i++)
+	w->page_space = ac_page_space(rel);
+	for (i = 0; i < AC_PAGE_SLOTS; i++)
 		w->slots[i] = table_slot_create(rel, NULL);
 	w->maxblocks = 1024;
 	w->blocks = palloc(sizeof(BlockNumber) * w->maxblocks);
@@ -97,22 +111,26 @@ ac_writer_slot(AcWriter *w)
 	return w->slots[w->nslots];
 }
 
-/*
- * Bytes a heap page of rel offers to rows: the page less its header, and
- * less the free space its fill factor keeps.
- */
-Size
-ac_page_space(Relation rel)
+/* Bytes the row in slot takes on a heap page: aligned, with its line pointer. */
+static Size
+ac_row_space(TupleTableSlot *slot)
 {
-	return BLCKSZ - SizeOfPageHeaderData -
-		RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+	return MAXALIGN(ExecFetchSlotHeapTuple(slot, true, NULL)->t_len) + sizeof(ItemIdData);
 }
 
-/* Bytes a row of len bytes takes on a heap page: aligned, with its line pointer. */
-Size
-ac_row_space(Size len)
+/* Does a row of "space" bytes fit on the page after the buffered rows? */
+static bool
+ac_fits(AcWriter *w, Size space)
 {
-	return MAXALIGN(len) + sizeof(ItemIdData);
+	return w->nslots == 0 ||
+		(w->used + space <= w->page_space && w->nslots < MaxHeapTuplesPerPage);
+}
+
+/* Does the row in slot fit on the page after the buffered rows? */
+bool
+ac_writer_fits(AcWriter *w, TupleTableSlot *slot)
+{
+	return ac_fits(w, ac_row_space(slot));
 }
 
 static void
@@ -158,13 +176,28 @@ ac_index_sorts_put(AcWriter *w, TupleTableSlot *slot)
 	}
 }
 
-/* The slot from ac_writer_slot() is filled: buffer its row. */
+/*
+ * The slot from ac_writer_slot() is filled: buffer its row, after writing
+ * the buffered rows onto a page of their own if it does not fit with them.
+ */
 void
 ac_writer_add(AcWriter *w)
 {
+	TupleTableSlot *slot = w->slots[w->nslots];
+	Size		space = ac_row_space(slot);
+
 	ac_pace(w->pace);
-	if (++w->nslots == AC_MULTI_INSERT)
-		ac_writer_flush(w);
+	if (!ac_fits(w, space))
+	{
+		int			n = w->nslots;
+
+		(void) ac_writer_flush(w);
+		/* the row starts the next page */
+		w->slots[n] = w->slots[0];
+		w->slots[0] = slot;
+	}
+	w->nslots++;
+	w->used += space;
 }
 
 /* Forget the buffered rows (the caller wrote them elsewhere). */
@@ -176,6 +209,7 @@ ac_writer_clear(AcWriter *w)
 	for (i = 0; i < w->nslots; i++)
 		ExecClearTuple(w->slots[i]);
 	w->nslots = 0;
+	w->used = 0;
 }
 
 /* Note a page rows went to (consecutive rows mostly share one). */
@@ -194,7 +228,7 @@ ac_note_block(AcWriter *w, BlockNumber blk)
 
 /* Insert the buffered rows, then their index entries (or sort them). */
 static void
-ac_writer_insert(AcWriter *w, int options)
+ac_writer_insert(AcWriter *w)
 {
 	MemoryContext oldcxt;
 	int			i;
@@ -208,7 +242,7 @@ ac_writer_insert(AcWriter *w, int options)
 	w->rows += w->nslots;
 	/* what it allocates (its array of tuples, TOASTed copies) is not freed by it */
 	oldcxt = MemoryContextSwitchTo(w->flushcxt);
-	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, options, w->bistate);
+	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, 0, w->bistate);
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(w->flushcxt);
 	for (i = 0; i < w->nslots; i++)
@@ -233,30 +267,20 @@ ac_writer_insert(AcWriter *w, int options)
 }
 
 /*
- * Append the buffered rows at the end of the table.  The free space map is
- * skipped: reusing holes left in earlier pages would put rows of later keys
- * among those of earlier ones.
- */
-void
-ac_writer_flush(AcWriter *w)
-{
-	ac_writer_insert(w, TABLE_INSERT_SKIP_FSM);
-}
-
-/*
- * Write the buffered rows, one page's worth (the caller counted them with
- * ac_page_space() and ac_row_space()), onto an empty page: one the free
- * space map knows to be empty (freed by an earlier compaction and vacuumed),
- * else a new page added to the table.  The table's insert target is set to
- * that page, so that table_multi_insert() starts there; a row that does not
- * fit after all goes where the table puts it.  Returns the page, or
- * InvalidBlockNumber when the rows went elsewhere (another session took the
- * page first: the free space map is a hint, nothing reserves a page).
+ * Write the buffered rows (at most a page's worth: ac_writer_add) onto an
+ * empty page: one the free space map knows to be empty, else a new page
+ * added to the table.  The table's insert target is set to that page, so
+ * that table_multi_insert() starts there; a row that does not fit after all
+ * goes where the table puts it.  Returns the page, or InvalidBlockNumber
+ * when nothing was buffered or the rows went elsewhere (another session
+ * took the page first: the free space map is a hint, nothing reserves a
+ * page).
  */
 BlockNumber
-ac_writer_flush_page(AcWriter *w, Size free_after)
+ac_writer_flush(AcWriter *w)
 {
 	BlockNumber blk;
+	Size		left = BLCKSZ - SizeOfPageHeaderData - w->used;
 	int			before = w->nblocks;
 	bool		used = false;
 	int			i;
@@ -269,13 +293,15 @@ ac_writer_flush_page(AcWriter *w, Size free_after)
 		blk = ac_extend_by_one_page(w->rel);
 	ReleaseBulkInsertStatePin(w->bistate);
 	RelationSetTargetBlock(w->rel, blk);
-	ac_writer_insert(w, 0);
+	ac_writer_insert(w);
+	w->used = 0;
 	for (i = before; i < w->nblocks; i++)
 		used |= w->blocks[i] == blk;
 	if (!used)
 		return InvalidBlockNumber;
-	/* no longer empty: the next page is another one */
-	RecordPageWithFreeSpace(w->rel, blk, free_after);
+	/* no longer empty: what PageGetHeapFreeSpace() will say of it */
+	RecordPageWithFreeSpace(w->rel, blk,
+							left > sizeof(ItemIdData) ? left - sizeof(ItemIdData) : 0);
 	return blk;
 }
 
@@ -316,10 +342,12 @@ ac_writer_end(AcWriter *w)
 {
 	int			i;
 
-	for (i = 0; i < AC_MULTI_INSERT; i++)
+	for (i = 0; i < AC_PAGE_SLOTS; i++)
 		ExecDropSingleTupleTableSlot(w->slots[i]);
 	FreeBulkInsertState(w->bistate);
-	table_finish_bulk_insert(w->rel, TABLE_INSERT_SKIP_FSM);
+	table_finish_bulk_insert(w->rel, 0);
+	/* this backend's next insert into the table picks its page afresh */
+	RelationSetTargetBlock(w->rel, InvalidBlockNumber);
 	ExecCloseIndices(w->rri);
 	FreeExecutorState(w->estate);
 	pfree(w->blocks);

@@ -16,8 +16,8 @@
 
 #include "pace.h"
 
-/* rows handed to table_multi_insert() at a time; more than a page holds */
-#define AC_MULTI_INSERT Max(1000, MaxHeapTuplesPerPage + 1)
+/* rows buffered: a page's worth, and the next row */
+#define AC_PAGE_SLOTS (MaxHeapTuplesPerPage + 1)
 
 typedef struct AcWriter
 {
@@ -26,8 +26,10 @@ typedef struct AcWriter
 	ResultRelInfo *rri;
 	BulkInsertState bistate;
 	CommandId	cid;
-	TupleTableSlot *slots[AC_MULTI_INSERT];
+	TupleTableSlot *slots[AC_PAGE_SLOTS];
 	int			nslots;
+	Size		page_space;		/* bytes a page offers to rows */
+	Size		used;			/* bytes the buffered rows take on a page */
 	bool		sorted_indexes; /* index entries sorted per index */
 	Tuplesortstate **isorts;	/* one per index, while rows are written */
 	ExprState **predicates;		/* of partial indexes */
@@ -43,13 +45,11 @@ typedef struct AcWriter
 
 extern void ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace);
 extern TupleTableSlot *ac_writer_slot(AcWriter *w);
+extern bool ac_writer_fits(AcWriter *w, TupleTableSlot *slot);
 extern void ac_writer_add(AcWriter *w);
 extern void ac_writer_clear(AcWriter *w);
-extern void ac_writer_flush(AcWriter *w);
-extern BlockNumber ac_writer_flush_page(AcWriter *w, Size free_after);
+extern BlockNumber ac_writer_flush(AcWriter *w);
 extern void ac_writer_finish(AcWriter *w);
 extern void ac_writer_end(AcWriter *w);
-extern Size ac_page_space(Relation rel);
-extern Size ac_row_space(Size len);
 
 #endif							/* ARCHIVE_CLUSTER_ARCHIVE_WRITER_H */

@@ -28,8 +28,9 @@
  *		runs and compactions of a table never overlap; as the table's owner;
  *		paced by archive_cluster.compaction_max_wal_rate.  The pages it
  *		emptied are freed by a VACUUM of the archive (the worker's, after
- *		compacting) and reused by the next compaction, which takes empty
- *		pages from the free space map before it adds new ones.
+ *		compacting) and reused by the next run or compaction, which take
+ *		empty pages from the free space map before they add new ones
+ *		(archive_writer.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -82,9 +83,6 @@ typedef struct AcCompactor
 	AcPace		pace;
 	AcWriter	settled;		/* the page of one key being filled */
 	AcWriter	loose;			/* the ends of keys, together */
-	Size		page_space;		/* bytes a page offers to rows */
-	Size		settled_used;	/* of settled's buffered rows */
-	Size		loose_used;		/* of loose's buffered rows */
 	TupleTableSlot *rowslot;	/* the next sorted row */
 	AttrNumber	keyattno;		/* the leading cluster column */
 	SortSupportData keysort;
@@ -203,30 +201,6 @@ ac_keep_loose(AcCompactor *c, BlockNumber blk)
 	c->keep[c->nkeep++] = blk;
 }
 
-/* What PageGetHeapFreeSpace() will say of a page holding "used" bytes of rows. */
-static Size
-ac_free_after(Size used)
-{
-	Size		left = BLCKSZ - SizeOfPageHeaderData - used;
-
-	return left > sizeof(ItemIdData) ? left - sizeof(ItemIdData) : 0;
-}
-
-/* Does a row of "space" bytes still fit after n rows of "used" bytes? */
-static bool
-ac_fits(AcCompactor *c, int n, Size used, Size space)
-{
-	return n == 0 || (used + space <= c->page_space && n < MaxHeapTuplesPerPage);
-}
-
-/* Write loose's buffered rows onto a page of their own. */
-static void
-ac_flush_loose(AcCompactor *c)
-{
-	(void) ac_writer_flush_page(&c->loose, ac_free_after(c->loose_used));
-	c->loose_used = 0;
-}
-
 /*
  * Write settled's buffered rows, a page's worth of one key, onto a page of
  * their own; rows that did not fit after all leave the page they went to
@@ -239,14 +213,13 @@ ac_flush_settled(AcCompactor *c)
 	BlockNumber blk;
 	int			i;
 
-	blk = ac_writer_flush_page(&c->settled, ac_free_after(c->settled_used));
+	blk = ac_writer_flush(&c->settled);
 	for (i = before; i < c->settled.nblocks; i++)
 		if (c->settled.blocks[i] != blk)
 			ac_keep_loose(c, c->settled.blocks[i]);
 	c->settled.nblocks = before;
 	if (blk != InvalidBlockNumber)
 		c->settled_pages++;
-	c->settled_used = 0;
 }
 
 /*
@@ -258,30 +231,18 @@ ac_end_key(AcCompactor *c)
 {
 	int			i;
 
-	if (c->settled.nslots > 0)
+	if (c->settled.nslots > 0 &&
+		!ac_writer_fits(&c->settled, c->settled.slots[c->settled.nslots - 1]))
 	{
-		TupleTableSlot *last = c->settled.slots[c->settled.nslots - 1];
-		Size		space = ac_row_space(ExecFetchSlotHeapTuple(last, false, NULL)->t_len);
-
-		if (!ac_fits(c, c->settled.nslots, c->settled_used, space))
-		{
-			ac_flush_settled(c);
-			return;
-		}
+		ac_flush_settled(c);
+		return;
 	}
 	for (i = 0; i < c->settled.nslots; i++)
 	{
-		TupleTableSlot *slot = c->settled.slots[i];
-		Size		space = ac_row_space(ExecFetchSlotHeapTuple(slot, false, NULL)->t_len);
-
-		if (!ac_fits(c, c->loose.nslots, c->loose_used, space))
-			ac_flush_loose(c);
-		ExecCopySlot(ac_writer_slot(&c->loose), slot);
+		ExecCopySlot(ac_writer_slot(&c->loose), c->settled.slots[i]);
 		ac_writer_add(&c->loose);
-		c->loose_used += space;
 	}
 	ac_writer_clear(&c->settled);
-	c->settled_used = 0;
 }
 
 /* Is the row in rowslot of another key than the rows before it? */
@@ -314,23 +275,18 @@ ac_write_sorted(AcCompactor *c, Tuplesortstate *sort)
 
 	while (tuplesort_gettupleslot(sort, true, false, sortslot, NULL))
 	{
-		Size		space;
-
 		CHECK_FOR_INTERRUPTS();
 		ExecCopySlot(c->rowslot, sortslot);
 		if (ac_new_key(c))
 			ac_end_key(c);
-		space = ac_row_space(ExecFetchSlotHeapTuple(c->rowslot, true, NULL)->t_len);
 		/* a page full of the key's rows: settled */
-		if (!ac_fits(c, c->settled.nslots, c->settled_used, space))
+		if (!ac_writer_fits(&c->settled, c->rowslot))
 			ac_flush_settled(c);
 		ExecCopySlot(ac_writer_slot(&c->settled), c->rowslot);
 		ac_writer_add(&c->settled);
-		c->settled_used += space;
 	}
 	ac_end_key(c);
-	if (c->loose.nslots > 0)
-		ac_flush_loose(c);
+	(void) ac_writer_flush(&c->loose);
 	ExecDropSingleTupleTableSlot(sortslot);
 }
 
@@ -540,7 +496,6 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 	ac_writer_begin(&c.settled, c.arc, false, &c.pace);
 	ac_writer_begin(&c.loose, c.arc, false, &c.pace);
 	c.settled.cid = c.loose.cid = cid;
-	c.page_space = ac_page_space(c.arc);
 	c.rowslot = table_slot_create(c.arc, NULL);
 	c.keyattno = cols[0];
 	c.keysort.ssup_cxt = cxt;
@@ -566,8 +521,6 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 	ExecDropSingleTupleTableSlot(c.rowslot);
 	ac_writer_end(&c.settled);
 	ac_writer_end(&c.loose);
-	/* this backend's next insert into the archive picks its page afresh */
-	RelationSetTargetBlock(c.arc, InvalidBlockNumber);
 	UnregisterSnapshot(snapshot);
 	table_close(c.arc, NoLock);
 	CommandCounterIncrement();
@@ -585,21 +538,13 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 void
 ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunResult *res)
 {
-	char	   *relname = get_rel_name(cfg->relation);
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
 	Oid			owner;
 	int64		busy = 0;
 
-	memset(res, 0, sizeof(AcRunResult));
-	res->started = GetCurrentTimestamp();
-	res->finished = res->started;
-	if (relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", cfg->relation)));
-	if (!ac_table_lock(cfg, relname, &res->status))
+	if (ac_table_begin(cfg, res) == NULL)
 		return;
 
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);

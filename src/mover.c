@@ -14,9 +14,10 @@
  *		   that waited to update, delete or lock it then fails with
  *		   SQLSTATE 40001 instead of skipping it as deleted;
  *		3. sort those rows by the cluster key (tuplesort);
- *		4. append them to <t>_archive with multi-inserts, then insert their
- *		   index entries, sorted per index (archive_writer.c), and note the
- *		   pages written in the archive's loose set (loose.c);
+ *		4. write them into <t>_archive a page at a time, each onto an empty
+ *		   page, then insert their index entries, sorted per index
+ *		   (archive_writer.c), and note the pages written in the archive's
+ *		   loose set (loose.c);
  *		paced among other writers (pace.c).  All of it happens in the
  *		caller's transaction, so it commits or rolls back as a whole: a row
  *		is in exactly one of the two tables.
@@ -154,8 +155,8 @@ ac_archive_takes(AcMover *m, TupleTableSlot *scanslot)
 }
 
 /*
- * Delete the collected rows from current, sort the ones deleted, append
- * them to the archive.  Returns the number of rows moved.
+ * Delete the collected rows from current, sort the ones deleted, write
+ * them into the archive.  Returns the number of rows moved.
  */
 static int64
 ac_move_rows(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)

@@ -106,7 +106,7 @@ ac_still_registered(AcTableConfig *cfg)
  * then look again.  False, with *status set and a NOTICE (a LOG in the
  * worker) saying why, when the table is skipped.
  */
-bool
+static bool
 ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 {
 	int			elevel = ac_is_background_worker() ? LOG : NOTICE;
@@ -143,6 +143,28 @@ ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * The start of a run or a compaction of one table: res cleared, its start
+ * time set, the table's locks taken (ac_table_lock).  Returns the table's
+ * name, or NULL, with res->status set, when the table is skipped.
+ */
+char *
+ac_table_begin(AcTableConfig *cfg, AcRunResult *res)
+{
+	char	   *relname = get_rel_name(cfg->relation);
+
+	memset(res, 0, sizeof(AcRunResult));
+	res->started = GetCurrentTimestamp();
+	res->finished = res->started;
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", cfg->relation)));
+	if (!ac_table_lock(cfg, relname, &res->status))
+		return NULL;
+	return relname;
 }
 
 /* the first busy row, as a sentence */
@@ -254,24 +276,12 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	int			save_sec_context;
 	int			save_nestlevel;
 	Oid			owner;
-	char	   *relname = get_rel_name(cfg->relation);
+	char	   *relname;
 	AcMoveResult mv;
 	bool		careful;
 
-	res->rows = 0;
-	res->batches = 0;
-	res->more = false;
-	res->paced_us = 0;
-	res->bytes = 0;
-	res->threshold = 0;
-	res->started = GetCurrentTimestamp();
-	res->finished = res->started;
-
+	relname = ac_table_begin(cfg, res);
 	if (relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", cfg->relation)));
-	if (!ac_table_lock(cfg, relname, &res->status))
 		return;
 
 	ac_compute_threshold(cfg, &th);
