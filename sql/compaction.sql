@@ -83,6 +83,20 @@ SELECT status FROM archive_cluster_compact('cp', force => true);
 SELECT pg_relation_size('cp_archive') = (SELECT bytes FROM cp_size) AS no_new_pages;
 SELECT count(*) AS rows FROM cp;
 
+-- rows the archive stores smaller than the current tier does (compressed
+-- there; the current tier keeps them inline up to toast_tuple_target 8160)
+-- still fill its pages: a run writes onto a page again while it has room
+CREATE TABLE tt (ts timestamp NOT NULL, id int PRIMARY KEY, cid int NOT NULL, pad text NOT NULL)
+	WITH (toast_tuple_target = 8160);
+SELECT archive_cluster_register('tt', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour');
+INSERT INTO tt SELECT timestamp '2024-01-01' + i * interval '1 second', i, i % 100, repeat('abc', 1000)
+FROM generate_series(1, 2000) i;
+SELECT pg_relation_size('tt_current') / 8192 >= 1000 AS current_two_rows_a_page;
+SELECT status FROM archive_cluster_run('tt', force => true);
+SELECT count(*) AS rows, pg_relation_size('tt_archive') / 8192 < 100 AS archive_pages_filled FROM tt_archive;
+SELECT archive_cluster_unregister('tt');
+DROP TABLE tt;
+
 -- keys of less than a page each (2,000 customers, 16 rows each in four runs):
 -- compacted once, then not due, though each customer's rows still lie on one
 -- or two pages shared with its neighbours

@@ -96,6 +96,7 @@ ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace)
 	w->predicates = palloc0(sizeof(ExprState *) * Max(w->rri->ri_NumIndices, 1));
 	w->bistate = GetBulkInsertState();
 	w->page_space = ac_page_space(rel);
+	w->page = InvalidBlockNumber;
 	for (i = 0; i < AC_PAGE_SLOTS; i++)
 		w->slots[i] = table_slot_create(rel, NULL);
 	w->maxblocks = 1024;
@@ -122,8 +123,10 @@ ac_row_space(TupleTableSlot *slot)
 static bool
 ac_fits(AcWriter *w, Size space)
 {
-	return w->nslots == 0 ||
-		(w->used + space <= w->page_space && w->nslots < MaxHeapTuplesPerPage);
+	if (w->nslots == 0 && w->page == InvalidBlockNumber)
+		return true;
+	return w->used + space <= w->page_space &&
+		w->page_rows + w->nslots < MaxHeapTuplesPerPage;
 }
 
 /* Does the row in slot fit on the page after the buffered rows? */
@@ -210,6 +213,8 @@ ac_writer_clear(AcWriter *w)
 		ExecClearTuple(w->slots[i]);
 	w->nslots = 0;
 	w->used = 0;
+	w->page = InvalidBlockNumber;
+	w->page_rows = 0;
 }
 
 /* Note a page rows went to (consecutive rows mostly share one). */
@@ -226,15 +231,19 @@ ac_note_block(AcWriter *w, BlockNumber blk)
 	w->blocks[w->nblocks++] = blk;
 }
 
-/* Insert the buffered rows, then their index entries (or sort them). */
-static void
-ac_writer_insert(AcWriter *w)
+/*
+ * Insert the buffered rows starting on page blk, then their index entries
+ * (or sort them).  The free space map is skipped: a row that does not fit
+ * on blk after all goes onto a new page at the end of the table, never into
+ * a hole among earlier keys' rows.  True if the first row went onto blk.
+ */
+static bool
+ac_writer_insert(AcWriter *w, BlockNumber blk)
 {
 	MemoryContext oldcxt;
+	bool		landed;
 	int			i;
 
-	if (w->nslots == 0)
-		return;
 	if (w->sorted_indexes && w->rri->ri_NumIndices > 0 && w->isorts[0] == NULL)
 		ac_index_sorts_begin(w);
 	for (i = 0; i < w->nslots; i++)
@@ -242,9 +251,12 @@ ac_writer_insert(AcWriter *w)
 	w->rows += w->nslots;
 	/* what it allocates (its array of tuples, TOASTed copies) is not freed by it */
 	oldcxt = MemoryContextSwitchTo(w->flushcxt);
-	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, 0, w->bistate);
+	ReleaseBulkInsertStatePin(w->bistate);
+	RelationSetTargetBlock(w->rel, blk);
+	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, TABLE_INSERT_SKIP_FSM, w->bistate);
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(w->flushcxt);
+	landed = ItemPointerGetBlockNumber(&w->slots[0]->tts_tid) == blk;
 	for (i = 0; i < w->nslots; i++)
 	{
 		ac_note_block(w, ItemPointerGetBlockNumber(&w->slots[i]->tts_tid));
@@ -264,44 +276,76 @@ ac_writer_insert(AcWriter *w)
 		ResetPerTupleExprContext(w->estate);
 	}
 	w->nslots = 0;
+	return landed;
+}
+
+/* The free space of page blk, as the heap counts it, and its rows. */
+static Size
+ac_page_free(AcWriter *w, BlockNumber blk, int *rows)
+{
+	Buffer		buf = ReadBufferExtended(w->rel, MAIN_FORKNUM, blk, RBM_NORMAL,
+										 w->bistate->strategy);
+	Page		page;
+	Size		free;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (PageIsNew(page))
+	{
+		free = BLCKSZ - SizeOfPageHeaderData - sizeof(ItemIdData);
+		*rows = 0;
+	}
+	else
+	{
+		free = PageGetHeapFreeSpace(page);
+		*rows = PageGetMaxOffsetNumber(page);
+	}
+	UnlockReleaseBuffer(buf);
+	return free;
 }
 
 /*
  * Write the buffered rows (at most a page's worth: ac_writer_add) onto an
  * empty page: one the free space map knows to be empty, else a new page
- * added to the table.  The table's insert target is set to that page, so
- * that table_multi_insert() starts there; a row that does not fit after all
- * goes where the table puts it.  Returns the page, or InvalidBlockNumber
- * when nothing was buffered or the rows went elsewhere (another session
- * took the page first: the free space map is a hint, nothing reserves a
- * page).
+ * added to the table; or onto the page the last flush left with room.
+ * Then record the page's free space as it is: rows the heap stored smaller
+ * than estimated (TOASTed by the archive's own settings) leave room, which
+ * the next flush fills (unless w->page_per_flush), and another session may
+ * have written there too.  Returns the page, or InvalidBlockNumber when
+ * nothing was buffered or the rows went elsewhere (another session took the
+ * page first: the free space map is a hint, nothing reserves a page).
  */
 BlockNumber
 ac_writer_flush(AcWriter *w)
 {
-	BlockNumber blk;
-	Size		left = BLCKSZ - SizeOfPageHeaderData - w->used;
-	int			before = w->nblocks;
-	bool		used = false;
-	int			i;
+	BlockNumber blk = w->page;
+	bool		landed;
+	Size		free;
+	int			rows;
 
+	w->page = InvalidBlockNumber;
+	w->page_rows = 0;
+	w->used = 0;
 	if (w->nslots == 0)
 		return InvalidBlockNumber;
-	/* only a page with nothing on it is in the top category */
-	blk = GetPageWithFreeSpace(w->rel, MaxHeapTupleSize);
 	if (blk == InvalidBlockNumber)
-		blk = ac_extend_by_one_page(w->rel);
-	ReleaseBulkInsertStatePin(w->bistate);
-	RelationSetTargetBlock(w->rel, blk);
-	ac_writer_insert(w);
-	w->used = 0;
-	for (i = before; i < w->nblocks; i++)
-		used |= w->blocks[i] == blk;
-	if (!used)
+	{
+		/* only a page with nothing on it is in the top category */
+		blk = GetPageWithFreeSpace(w->rel, MaxHeapTupleSize);
+		if (blk == InvalidBlockNumber)
+			blk = ac_extend_by_one_page(w->rel, w->bistate->strategy);
+	}
+	landed = ac_writer_insert(w, blk);
+	free = ac_page_free(w, blk, &rows);
+	RecordPageWithFreeSpace(w->rel, blk, free);
+	if (!landed)
 		return InvalidBlockNumber;
-	/* no longer empty: what PageGetHeapFreeSpace() will say of it */
-	RecordPageWithFreeSpace(w->rel, blk,
-							left > sizeof(ItemIdData) ? left - sizeof(ItemIdData) : 0);
+	if (!w->page_per_flush && free >= w->page_space / 4)
+	{
+		w->page = blk;
+		w->page_rows = rows;
+		w->used = BLCKSZ - SizeOfPageHeaderData - sizeof(ItemIdData) - free;
+	}
 	return blk;
 }
 

@@ -29,7 +29,10 @@ typedef struct AcWriter
 	TupleTableSlot *slots[AC_PAGE_SLOTS];
 	int			nslots;
 	Size		page_space;		/* bytes a page offers to rows */
-	Size		used;			/* bytes the buffered rows take on a page */
+	Size		used;			/* bytes taken on the page being filled */
+	BlockNumber page;			/* the page the last flush left with room */
+	int			page_rows;		/* rows already on it */
+	bool		page_per_flush; /* each flush onto a page of its own */
 	bool		sorted_indexes; /* index entries sorted per index */
 	Tuplesortstate **isorts;	/* one per index, while rows are written */
 	ExprState **predicates;		/* of partial indexes */

@@ -496,6 +496,8 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 	ac_writer_begin(&c.settled, c.arc, false, &c.pace);
 	ac_writer_begin(&c.loose, c.arc, false, &c.pace);
 	c.settled.cid = c.loose.cid = cid;
+	/* a settled page holds one key's rows */
+	c.settled.page_per_flush = true;
 	c.rowslot = table_slot_create(c.arc, NULL);
 	c.keyattno = cols[0];
 	c.keysort.ssup_cxt = cxt;

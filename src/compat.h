@@ -246,20 +246,21 @@ ac_expanded_view(RangeTblEntry *rte)
 /*
  * Add one new page to a relation and return its number; the page is left
  * empty (all zeros), as the heap's own extension may leave one, for the
- * next insert to initialize.  Relations grow through ExtendBufferedRel()
- * since 16, by ReadBuffer(P_NEW) under the extension lock before.
+ * next insert to initialize; read through "strategy" (a bulk write's
+ * ring, or NULL).  Relations grow through ExtendBufferedRel() since 16, by
+ * ReadBuffer(P_NEW) under the extension lock before.
  */
 static inline BlockNumber
-ac_extend_by_one_page(Relation rel)
+ac_extend_by_one_page(Relation rel, BufferAccessStrategy strategy)
 {
 	Buffer		buf;
 	BlockNumber blk;
 
 #if PG_VERSION_NUM >= 160000
-	buf = ExtendBufferedRel(BMR_REL(rel), MAIN_FORKNUM, NULL, 0);
+	buf = ExtendBufferedRel(BMR_REL(rel), MAIN_FORKNUM, strategy, 0);
 #else
 	LockRelationForExtension(rel, ExclusiveLock);
-	buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, strategy);
 	UnlockRelationForExtension(rel, ExclusiveLock);
 #endif
 	blk = BufferGetBlockNumber(buf);
