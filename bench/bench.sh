@@ -299,8 +299,8 @@ select_all_buffers() {	# select_all_buffers RELATION -> "avg_buffers,avg_rows"
 		FROM ($sample_cids) s(c), bench_buffers('$1', c) b"
 }
 
-csv_init() {	# csv_init FILE HEADER
-	[ -f "$res/$1" ] || echo "$2" > "$res/$1"
+csv_init() {	# csv_init FILE HEADER: a results directory used before starts afresh
+	echo "$2" > "$res/$1"
 }
 csv_init steps.csv "layout,step_rows,table_rows,grow_seconds,tps,select_all_buffers,select_all_rows,db_bytes,current_rows,archive_rows,mem_peak"
 csv_init latency.csv "layout,workload,step_rows,type,count,avg_ms,p99_ms,retried,failed"
