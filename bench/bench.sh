@@ -299,6 +299,14 @@ select_all_buffers() {	# select_all_buffers RELATION -> "avg_buffers,avg_rows"
 		FROM ($sample_cids) s(c), bench_buffers('$1', c) b"
 }
 
+# where "select all" reads, per table of its plan (the scan's buffers, the
+# heap pages holding the rows), averaged over the same customers: a row of
+# split.csv per table, at a POINT of the cycle (cycle_buffers)
+select_all_split() {	# select_all_split RELATION LAYOUT STEP POINT
+	q -F , -c "SELECT '$2', '$3', '$4', b.relname, round(avg(b.buffers), 1), round(avg(b.heap_pages), 1)
+		FROM ($sample_cids) s(c), bench_buffers_split('$1', c) b GROUP BY b.relname ORDER BY 4" >> "$res/split.csv"
+}
+
 csv_init() {	# csv_init FILE HEADER: a results directory used before starts afresh
 	echo "$2" > "$res/$1"
 }
@@ -307,6 +315,7 @@ csv_init latency.csv "layout,workload,step_rows,type,count,avg_ms,p99_ms,retried
 csv_init runs.csv "layout,run_no,table_rows,rows_moved,seconds,how"
 csv_init cycle.csv "layout,step_rows,table_rows,before_run,after_run,after_compaction,repacked,archive_rows,batch_rows,archive_pages_peak,archive_pages,archive_repacked_pages"
 csv_init compactions.csv "layout,compaction_no,table_rows,rows_rewritten,bytes_rewritten,seconds"
+csv_init split.csv "layout,step_rows,point,relation,buffers,heap_pages"
 csv_init focused.csv "benchmark,layout,table_rows,metric,value,unit"
 
 focused() {	# focused BENCHMARK LAYOUT ROWS METRIC VALUE UNIT
@@ -661,11 +670,12 @@ p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS [compaction]]: ext or
 # after the compaction that follows it (if due; the archive vacuumed), and the
 # same rows freshly rewritten in (cid, ts) order.  One row of cycle.csv.
 # --------------------------------------------------------------------------
-repacked_buffers() {	# -> avg buffers of "select all" on t rewritten in (cid, ts) order
+repacked_buffers() {	# repacked_buffers LAYOUT STEP -> avg buffers of "select all" on t rewritten in (cid, ts) order
 	local rb
 	q -c "CREATE TABLE t_repacked AS SELECT * FROM t ORDER BY cid, ts" -c "CREATE INDEX ON t_repacked (cid, ts)" \
 		-c "VACUUM ANALYZE t_repacked" >/dev/null
 	rb=$(select_all_buffers t_repacked)
+	select_all_split t_repacked "$1" "$2" repacked
 	q -c "DROP TABLE t_repacked" >/dev/null
 	echo "${rb%,*}"
 }
@@ -699,6 +709,7 @@ cycle_buffers() {	# cycle_buffers LAYOUT STEP
 	grow_tail "$layout" >/dev/null
 	q -c "ANALYZE" >/dev/null
 	bb=$(select_all_buffers t)
+	select_all_split t "$layout" "$step" before_run
 	q -c "SELECT status FROM archive_cluster_run('t', force => true)" >/dev/null
 	q -c "VACUUM ANALYZE $(cur_rel "$layout")" >/dev/null
 	ba=$(select_all_buffers t)
@@ -708,7 +719,8 @@ cycle_buffers() {	# cycle_buffers LAYOUT STEP
 		st=$(compact_now)
 		bc=$(select_all_buffers t)
 	fi
-	rb=$(repacked_buffers)
+	select_all_split t "$layout" "$step" after_compaction
+	rb=$(repacked_buffers "$layout" "$step")
 	disk=$(archive_disk)
 	echo "$layout,$step,$(ids),${bb%,*},${ba%,*},${bc%,*},$rb,$disk" >> "$res/cycle.csv"
 	echo "   before the run ${bb%,*}, after it ${ba%,*}, after the compaction ($st) ${bc%,*}; repacked $rb"

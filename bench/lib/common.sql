@@ -79,6 +79,30 @@ BEGIN
 	END LOOP;
 END $$;
 
+-- Where "select all" for customer c reads (a diagnosis of bench_buffers):
+-- per table the plan scans, the buffers of its scan node (its index and its
+-- heap, from EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)) and the heap pages
+-- that hold the customer's rows there (so index buffers = buffers - heap
+-- pages, a page visited twice counted once).
+CREATE OR REPLACE FUNCTION bench_buffers_split(rel text, c int, OUT relname text, OUT buffers bigint,
+											   OUT heap_pages bigint)
+RETURNS SETOF record LANGUAGE plpgsql AS $$
+DECLARE
+	plan jsonb;
+	node jsonb;
+BEGIN
+	EXECUTE format('EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON)
+					SELECT * FROM %s WHERE cid = %s ORDER BY ts', rel, c) INTO plan;
+	FOR node IN SELECT n FROM jsonb_path_query(plan, 'strict $.**') n
+				WHERE jsonb_typeof(n) = 'object' AND n ? 'Relation Name' LOOP
+		relname := node->>'Relation Name';
+		buffers := (node->>'Shared Hit Blocks')::bigint + (node->>'Shared Read Blocks')::bigint;
+		EXECUTE format('SELECT count(DISTINCT (ctid::text::point)[0]) FROM ONLY %I WHERE cid = %s', relname, c)
+			INTO heap_pages;
+		RETURN NEXT;
+	END LOOP;
+END $$;
+
 -- What the pgbench sessions wait for while an archive run (of either design)
 -- is running: one row per session and 50-ms sample.  Stops when the run has
 -- ended, or after max_s seconds.
