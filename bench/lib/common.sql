@@ -104,7 +104,7 @@ BEGIN
 END $$;
 
 -- What the pgbench sessions wait for while an archive run (of either design)
--- is running: one row per session and 50-ms sample.  Stops when the run has
+-- or a compaction is running: one row per session and 50-ms sample.  Stops when it has
 -- ended, or after max_s seconds.
 CREATE TABLE IF NOT EXISTS bench_waits (at timestamptz NOT NULL DEFAULT clock_timestamp(), wait text NOT NULL);
 CREATE OR REPLACE PROCEDURE bench_sample_waits(max_s float8) LANGUAGE plpgsql AS $$
@@ -116,7 +116,7 @@ BEGIN
 	LOOP
 		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 					   WHERE state = 'active' AND pid <> pg_backend_pid()
-						 AND query ~ '(archive_cluster_run|sql_archive_run)\(') INTO running;
+						 AND query ~ '(archive_cluster_run|archive_cluster_compact|sql_archive_run)\(') INTO running;
 		IF running THEN
 			started := true;
 			INSERT INTO bench_waits (wait)

@@ -502,6 +502,22 @@ def cmd_report(res):
                 r.get('archive_pages') or 'n/a', r.get('archive_repacked_pages') or 'n/a'))
         L.append('')
 
+    split = load(os.path.join(res, 'split.csv')) if os.path.exists(os.path.join(res, 'split.csv')) else []
+    if split:
+        L.append('## Where "select all" reads, per table')
+        L.append('')
+        L.append('Per table of the plan, averaged over the same customers: the buffers of its scan node (index '
+                 'and heap) and the heap pages holding the customer\'s rows there; index = buffers - heap pages.')
+        L.append('')
+        L.append('| layout | step | point | table | buffers | heap pages | index |')
+        L.append('|---|---|---|---|---|---|---|')
+        order = {'before_run': 0, 'after_compaction': 1, 'repacked': 2}
+        for r in sorted(split, key=lambda r: (r['layout'], int(r['step_rows']), order.get(r['point'], 3), r['relation'])):
+            L.append('| %s | %s | %s | %s | %s | %s | %s |' % (
+                r['layout'], r['step_rows'], r['point'].replace('_', ' '), r['relation'], r['buffers'],
+                r['heap_pages'], fmt(fnum(r['buffers']) - fnum(r['heap_pages']), 1)))
+        L.append('')
+
     L.append('## OLTP only (insert, update, select one, 1:1:1; 10 clients)')
     L.append('')
     L.append('| layout | rows | tps | insert avg/p99 (ms) | update | select one |')
