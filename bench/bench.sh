@@ -45,6 +45,12 @@
 #                    default "archive_cluster.run_max_wal_rate=0", none with
 #                    --quick; layout ext only); the verdict is always the one
 #                    with the defaults
+#   --compaction-p99-settings "a=b[,c=d] ..."   target 5c is also measured
+#                    with the compaction's session set so, for each of these
+#                    (twice each, alternating, each after a forced run so that
+#                    every one compacts about one batch; layout ext only;
+#                    default none); the verdict is always the one with the
+#                    defaults
 #   --out DIR        results directory (default /tmp/archive_cluster_bench.XXXX)
 #   --port N         first port (default 5533)
 #   --build          build and install archive_cluster from a copy of this
@@ -87,6 +93,7 @@ p99_clients=4
 p99_secs=15
 p99_settings="archive_cluster.run_max_wal_rate=0"
 p99_settings_set=0
+compaction_p99_settings=""
 
 given=""	# options given explicitly
 while [ $# -gt 0 ]; do
@@ -103,12 +110,13 @@ while [ $# -gt 0 ]; do
 		--compaction) compaction=$2; shift 2 ;;
 		--compaction-threshold) compaction_threshold=$2; shift 2 ;;
 		--p99-settings) p99_settings=$2; p99_settings_set=1; shift 2 ;;
+		--compaction-p99-settings) compaction_p99_settings=$2; shift 2 ;;
 		--out) out=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--build) build=1; shift ;;
 		--keep) keep=1; shift ;;
 		--docs) docs=1; shift ;;
-		-h|--help) sed -n '2,56p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,62p' "$0"; exit 0 ;;
 		*) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -317,6 +325,7 @@ csv_init cycle.csv "layout,step_rows,table_rows,before_run,after_run,after_compa
 csv_init compactions.csv "layout,compaction_no,table_rows,rows_rewritten,bytes_rewritten,seconds"
 csv_init split.csv "layout,step_rows,point,relation,buffers,heap_pages"
 csv_init focused.csv "benchmark,layout,table_rows,metric,value,unit"
+rm -f "$res/p99_settings.csv" "$res/compaction_p99_settings.csv"
 
 focused() {	# focused BENCHMARK LAYOUT ROWS METRIC VALUE UNIT
 	echo "$1,$2,$3,$4,$5,$6" >> "$res/focused.csv"
@@ -610,18 +619,21 @@ SQL
 p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS [compaction]]: ext or tab, the run's session with SETTINGS (a=b,c=d)
 	local layout=$1 label=${2:-$1} secs=$p99_secs runcall t0 t1
 	grow_tail "$layout" >/dev/null
+	local kv
 	if [ "${4:-}" = compaction ]; then
-		# the loose pages of the last runs: a forced compaction of them
+		# the loose pages of the last runs: a forced compaction of them; a
+		# variant (SETTINGS given) first archives the tail, so that each
+		# variant compacts about one batch
+		[ -n "${3:-}" ] && q -c "SELECT rows_moved FROM archive_cluster_run('t', force => true)" >/dev/null
 		runcall="SELECT rows_rewritten FROM archive_cluster_compact('t', force => true)"
 	elif is_ac "$layout"; then
 		runcall="SELECT rows_moved FROM archive_cluster_run('t', force => true)"
-		local kv
-		for kv in $(echo "${3:-}" | tr ',' ' '); do
-			runcall="SET ${kv%%=*} = '${kv#*=}'; $runcall"
-		done
 	else
 		runcall="SELECT sql_archive_run(interval '$hot_window')"
 	fi
+	for kv in $(echo "${3:-}" | tr ',' ' '); do
+		runcall="SET ${kv%%=*} = '${kv#*=}'; $runcall"
+	done
 	echo "   inserts without a run: ${secs} s at $p99_rate tps"
 	# the previous run's deleted and appended rows: vacuumed (and the new
 	# tail analyzed) now rather than by autovacuum in the middle of a
@@ -912,6 +924,17 @@ SQL
 	if is_ac "$layout" && [ "$compaction" != off ]; then
 		echo "-- $layout: p99 of concurrent inserts without and with a compaction"
 		p99_during_run "$layout" "${layout}_compaction" "" compaction
+		if [ "$layout" = ext ]; then
+			# with other settings of the compaction's session
+			# (--compaction-p99-settings), alternating, each twice
+			local i=0 v
+			for v in $compaction_p99_settings $compaction_p99_settings; do
+				i=$((i + 1))
+				echo "   compaction with $v"
+				echo "ext_c$i,$v" >> "$res/compaction_p99_settings.csv"
+				p99_during_run ext "ext_c$i" "$v" compaction
+			done
+		fi
 		# write amplification: bytes written into the archive by runs and
 		# compactions over the bytes archived (archive_cluster_runs, all of them)
 		focused write_amplification "$layout" "$(ids)" bytes "$(q -c "SELECT round(sum(bytes_written)::numeric / nullif(sum(bytes_written) FILTER (WHERE kind = 'archive'), 0), 2) FROM archive_cluster_runs WHERE relation = 't'::regclass AND error IS NULL")" x
