@@ -47,10 +47,11 @@
 #                    with the defaults
 #   --compaction-p99-settings "a=b[,c=d] ..."   target 5c is also measured
 #                    with the compaction's session set so, for each of these
-#                    (twice each, alternating, each after a forced run so that
-#                    every one compacts about one batch; layout ext only;
-#                    default none); the verdict is always the one with the
-#                    defaults
+#                    (twice each, alternating, each after a forced run; layout
+#                    ext only; default none; a lower
+#                    archive_cluster.compaction_max_wal_rate than 20 lengthens
+#                    the inserts' window as much); the verdict is always the
+#                    one with the defaults
 #   --out DIR        results directory (default /tmp/archive_cluster_bench.XXXX)
 #   --port N         first port (default 5533)
 #   --build          build and install archive_cluster from a copy of this
@@ -616,14 +617,14 @@ SQL
 # run, then with a run started 3 s in; the inserts that ran during the run
 # against those of the run without.
 # --------------------------------------------------------------------------
-p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS [compaction]]: ext or tab, the run's session with SETTINGS (a=b,c=d)
-	local layout=$1 label=${2:-$1} secs=$p99_secs runcall t0 t1
+p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS [compaction [SCALE]]]: ext or tab, the run's session with SETTINGS (a=b,c=d)
+	local layout=$1 label=${2:-$1} secs=$p99_secs runcall t0 t1 scale=${5:-1}
 	grow_tail "$layout" >/dev/null
 	local kv
 	if [ "${4:-}" = compaction ]; then
 		# the loose pages of the last runs: a forced compaction of them; a
 		# variant (SETTINGS given) first archives the tail, so that each
-		# variant compacts about one batch
+		# variant has the newest batch's loose pages to compact
 		[ -n "${3:-}" ] && q -c "SELECT rows_moved FROM archive_cluster_run('t', force => true)" >/dev/null
 		runcall="SELECT rows_rewritten FROM archive_cluster_compact('t', force => true)"
 	elif is_ac "$layout"; then
@@ -651,7 +652,7 @@ p99_during_run() {	# p99_during_run LAYOUT [LABEL SETTINGS [compaction]]: ext or
 	else
 		last=$(q -c "SELECT coalesce(max(seconds) FILTER (WHERE run_no = (SELECT max(run_no) FROM bench_runs)), 5) FROM bench_runs")
 	fi
-	secs_run=$(awk -v l="$last" -v m="$p99_secs" 'BEGIN { s = int(3 * l + 7); if (s < m) s = m; print s }')
+	secs_run=$(awk -v l="$last" -v m="$p99_secs" -v k="$scale" 'BEGIN { s = int(3 * l * k + 7); if (s < m) s = m; print s }')
 	settle
 	(cd "$raw" && as_pg "$bindir/pgbench" -h "$sock" -p "$port" -n -M prepared --max-tries=10 -c "$p99_clients" -j 2 \
 		-T "$secs_run" -R "$p99_rate" --log --log-prefix="p99_run_$label" -f "$out/lib/insert.pgbench" bench \
@@ -927,12 +928,16 @@ SQL
 		if [ "$layout" = ext ]; then
 			# with other settings of the compaction's session
 			# (--compaction-p99-settings), alternating, each twice
-			local i=0 v
+			local i=0 v r k
 			for v in $compaction_p99_settings $compaction_p99_settings; do
 				i=$((i + 1))
+				# a compaction paced at r MB/s lasts about 20/r times as
+				# long as one at the default's 20: so does the window
+				r=$(echo "$v" | sed -n 's/.*compaction_max_wal_rate=\([0-9]*\).*/\1/p')
+				k=$(awk -v r="${r:-0}" 'BEGIN { k = (r > 0) ? 20 / r : 1; if (k < 1) k = 1; print k }')
 				echo "   compaction with $v"
 				echo "ext_c$i,$v" >> "$res/compaction_p99_settings.csv"
-				p99_during_run ext "ext_c$i" "$v" compaction
+				p99_during_run ext "ext_c$i" "$v" compaction "$k"
 			done
 		fi
 		# write amplification: bytes written into the archive by runs and
