@@ -219,6 +219,17 @@ def plots(res, steps, lat, runs, cycle):
     return made
 
 
+def p99_variants(res, name):
+    """The p99 variants of a run (label -> settings, from NAME in RES) and
+    their labels (ext_s1, ext_c2, ...) in order."""
+    settings = {}
+    if os.path.exists(os.path.join(res, name)):
+        with open(os.path.join(res, name)) as fh:
+            for row in csv.reader(fh):
+                settings[row[0]] = ','.join(row[1:])
+    return settings, sorted(settings, key=lambda v: int(v[5:]))
+
+
 def cmd_report(res):
     meta = {}
     with open(os.path.join(res, 'meta.csv')) as f:
@@ -321,12 +332,7 @@ def cmd_report(res):
 
     # 2 with compaction: right after the compaction, the cycle mean (from it
     # to a full tail), at the final size and at every step (cycle.csv)
-    csettings = {}
-    if os.path.exists(os.path.join(res, 'compaction_p99_settings.csv')):
-        with open(os.path.join(res, 'compaction_p99_settings.csv')) as fh:
-            for row in csv.reader(fh):
-                csettings[row[0]] = ','.join(row[1:])
-    cvariants = sorted(csettings, key=lambda v: int(v[5:]))
+    csettings, cvariants = p99_variants(res, 'compaction_p99_settings.csv')
     for m, mode, sfx in MODES:
         if not frow('select_all_buffers', m, 'ratio_after_compaction'):
             continue
@@ -430,12 +436,7 @@ def cmd_report(res):
             L.append('| 4 | %s | run vs SQL statement | not measured | n/a |' % mode)
 
     # 5: p99 of concurrent inserts during a run
-    settings = {}
-    if os.path.exists(os.path.join(res, 'p99_settings.csv')):
-        with open(os.path.join(res, 'p99_settings.csv')) as fh:
-            for row in csv.reader(fh):
-                settings[row[0]] = ','.join(row[1:])
-    variants = sorted(settings, key=lambda v: int(v[5:]))
+    settings, variants = p99_variants(res, 'p99_settings.csv')
     for m, mode, sfx in MODES:
         r = f('p99_inserts', m, 'p99_ratio')
         if not frow('p99_inserts', m, 'p99_ratio'):
