@@ -56,6 +56,7 @@
 #include "archive_cluster.h"
 #include "compat.h"
 #include "mover.h"
+#include "replication.h"
 #include "threshold.h"
 #include "tiers.h"
 
@@ -402,6 +403,7 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 					 errhint("Register it first with archive_cluster_register().")));
 		}
 		ac_check_owner(relation);
+		ac_refuse_if_subscribed(&cfg);
 		work(&cfg, arg, &res);
 		ac_put_result(rsinfo, kind, relation, &res);
 	}
@@ -421,6 +423,18 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 				continue;		/* unregistered or dropped meanwhile */
 			if (!ac_class_ownercheck(relation, GetUserId()))
 				continue;
+			if (ac_subscribed_skip(&cfg))
+			{
+				memset(&res, 0, sizeof(res));
+				res.started = res.finished = GetCurrentTimestamp();
+				res.status = "skipped: logical replication target";
+				ereport(NOTICE,
+						(errmsg("skipping \"%s\": a logical replication subscription writes into its tables",
+								get_rel_name(relation)),
+						 errhint("Archive on the publisher; see archive_cluster.allow_on_subscriber.")));
+				ac_put_result(rsinfo, kind, relation, &res);
+				continue;
+			}
 
 			BeginInternalSubTransaction(NULL);
 			MemoryContextSwitchTo(oldcxt);
