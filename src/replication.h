@@ -13,5 +13,7 @@
 extern char *ac_subscription_into(AcTableConfig *cfg, Oid *tier);
 extern bool ac_subscribed_skip(AcTableConfig *cfg);
 extern void ac_refuse_if_subscribed(AcTableConfig *cfg);
+extern char *ac_unregister_check(AcTableConfig *cfg);
+extern void ac_unregister_published(AcTableConfig *cfg, const char *relname, const char *pubname);
 
 #endif							/* ARCHIVE_CLUSTER_REPLICATION_H */
