@@ -148,7 +148,8 @@ ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 
 /*
  * The start of a run or a compaction of one table: res cleared, its start
- * time set, the table's locks taken (ac_table_lock).  Returns the table's
+ * time set, the table's locks taken (ac_table_lock), refused when a
+ * subscription writes into a tier (ac_refuse_if_subscribed).  Returns the table's
  * name, or NULL, with res->status set, when the table is skipped.
  */
 char *
@@ -165,6 +166,8 @@ ac_table_begin(AcTableConfig *cfg, AcRunResult *res)
 				 errmsg("relation with OID %u does not exist", cfg->relation)));
 	if (!ac_table_lock(cfg, relname, &res->status))
 		return NULL;
+	/* under the locks: a subscription refreshed meanwhile counts */
+	ac_refuse_if_subscribed(cfg);
 	return relname;
 }
 
@@ -284,6 +287,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	relname = ac_table_begin(cfg, res);
 	if (relname == NULL)
 		return;
+	ac_refuse_if_half_published(cfg);
 
 	ac_compute_threshold(cfg, &th);
 	res->threshold = th.rows;
@@ -403,7 +407,6 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 					 errhint("Register it first with archive_cluster_register().")));
 		}
 		ac_check_owner(relation);
-		ac_refuse_if_subscribed(&cfg);
 		work(&cfg, arg, &res);
 		ac_put_result(rsinfo, kind, relation, &res);
 	}

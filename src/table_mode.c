@@ -35,6 +35,7 @@
 
 #include "archive_cluster.h"
 #include "constraints.h"
+#include "replication.h"
 #include "table_mode.h"
 #include "tier_guard.h"
 #include "tier_indexes.h"
@@ -255,15 +256,21 @@ ac_table_mode_remove(AcTableConfig *cfg, bool published)
 	ac_drop_guards(guards);
 	ac_spi_exec(psprintf("ALTER TABLE %s NO INHERIT %s", qarc, qrel), SPI_OK_UTILITY);
 	if (published)
+	{
 		ac_spi_exec(psprintf("WITH moved AS (DELETE FROM %s RETURNING %s) INSERT INTO %s (%s)%s SELECT * FROM moved",
 							 qarc, cols.data, qrel, cols.data, always ? " OVERRIDING SYSTEM VALUE" : ""),
 					SPI_OK_INSERT);
+		moved = SPI_processed;
+		ac_unregister_check_emptied(cfg);
+	}
 	else
+	{
 		ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
 							 qrel, cols.data, always ? " OVERRIDING SYSTEM VALUE" : "",
 							 cols.data, qarc),
 					SPI_OK_INSERT);
-	moved = SPI_processed;
+		moved = SPI_processed;
+	}
 	ac_spi_exec(psprintf("DROP TABLE %s", qarc), SPI_OK_UTILITY);
 	return moved;
 }

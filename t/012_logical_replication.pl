@@ -8,7 +8,13 @@
 # holds rows; on the publisher it moves the rows back as deletes and
 # inserts (a WARNING says what subscribers must do), the subscriber then
 # unregisters too, and replication goes on under the table's own name.
-# Last, no launcher in a server started in binary-upgrade mode (pg_upgrade's).
+# The same in table mode (a publication of t carries its child t_archive).
+# On the publisher alone: a run refused while the current tier's deletes
+# are published but the archive's inserts are not (a publication made
+# before registering); unregistering refused while the archive's deletes
+# are not published, or when a trigger keeps archived rows from being
+# deleted.  Last, no launcher in a server started in binary-upgrade mode
+# (pg_upgrade's).
 use strict;
 use warnings;
 
@@ -119,10 +125,14 @@ $sub->safe_psql('postgres', 'CREATE ROLE owner_role');
 	q{SET ROLE owner_role; SET archive_cluster.allow_on_subscriber = on});
 like($err, qr/permission denied to set parameter "archive_cluster.allow_on_subscriber"/,
 	'archive_cluster.allow_on_subscriber: superuser only');
+($rc, $out, $err) = $sub->psql('postgres',
+	q{SET archive_cluster.allow_on_subscriber = on; SELECT status FROM archive_cluster_run('t', force => true)});
+is($rc, 0, 'a superuser with archive_cluster.allow_on_subscriber on: the run is not refused');
+unlike($err, qr/cannot move rows/, '... no refusal');
 
 # unregistering: on the subscriber first, refused
 ($rc, $out, $err) = $sub->psql('postgres', q{SELECT archive_cluster_unregister('t')});
-like($err, qr/cannot unregister "t": subscription "s" writes into its table "t_current"/,
+like($err, qr/cannot unregister "t": subscription "s" writes into its table "t_archive"/,
 	'unregistering on the subscriber first is refused');
 like($err, qr/HINT:  Unregister the table on the publisher first/, '... with a hint');
 
@@ -145,6 +155,102 @@ is( $sub->safe_psql('postgres', q{SELECT count(*) || ':' || sum(hashtext(t::text
 	$pub->safe_psql('postgres', q{SELECT count(*) || ':' || sum(hashtext(t::text)::bigint) FROM t}),
 	'after both unregistered: the same rows');
 
+# table mode: a publication of tm (made after registering) carries its
+# child tm_archive; runs and a compaction replicate, unregistering too
+my $tm = q{
+CREATE TABLE tm (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text NOT NULL);
+CREATE INDEX ON tm (cid, ts);
+SELECT archive_cluster_register('tm', cluster_by => '{cid,ts}', age_column => 'ts',
+								hot_window => '1 hour', batch_rows => 1000, mode => 'table');
+};
+$pub->safe_psql('postgres', $tm);
+$sub->safe_psql('postgres', $tm);
+$pub->safe_psql(
+	'postgres', q{
+INSERT INTO tm SELECT g, g % 100, now() - interval '2 days' + g * interval '1 s', repeat('p', g % 50)
+FROM generate_series(1, 4000) g;
+SELECT status FROM archive_cluster_run('tm', force => true);
+CREATE PUBLICATION ptm FOR TABLE tm;
+});
+is( $pub->safe_psql('postgres', q{SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_publication_tables WHERE pubname = 'ptm'}),
+	'tm,tm_archive', 'table mode: the publication of tm carries tm_archive');
+$sub->safe_psql('postgres', "CREATE SUBSCRIPTION stm CONNECTION '$connstr' PUBLICATION ptm");
+$sub->wait_for_subscription_sync($pub, 'stm');
+my $tm_sql = q{
+SELECT count(*) || ':' || sum(hashtext(tm::text)::bigint) || ':'
+	|| (SELECT count(*) FROM ONLY tm) || '/' || (SELECT count(*) FROM tm_archive)
+FROM tm};
+$pub->safe_psql(
+	'postgres', q{
+INSERT INTO tm SELECT g, g % 100, now() - interval '1 day' + g * interval '1 s', repeat('q', g % 50)
+FROM generate_series(4001, 6000) g;
+SELECT status FROM archive_cluster_run('tm', force => true);
+SELECT status FROM archive_cluster_compact('tm', force => true);
+UPDATE tm SET pad = 'changed' WHERE id % 97 = 0;
+DELETE FROM tm WHERE id % 89 = 0;
+});
+$pub->wait_for_catchup('stm');
+my $tm_pub = $pub->safe_psql('postgres', $tm_sql);
+like($tm_pub, qr/^\d+:-?\d+:0\/\d+$/, 'table mode: every row archived on the publisher');
+is($sub->safe_psql('postgres', $tm_sql), $tm_pub, 'table mode: the subscriber has the same rows in the same tiers');
+($rc, $out, $err) = $sub->psql('postgres', q{SELECT status FROM archive_cluster_run('tm', force => true)});
+like($err, qr/cannot move rows of "tm": its table "tm" is a logical replication target/,
+	'table mode: a run on the subscriber is refused');
+($rc, $out, $err) = $pub->psql('postgres', q{SELECT archive_cluster_unregister('tm')});
+like($err, qr/WARNING:  "tm" was published by "ptm": subscribers must unregister it too/,
+	'table mode: unregistering on the publisher warns');
+$pub->wait_for_catchup('stm');
+is( $sub->safe_psql('postgres', q{SELECT (SELECT count(*) FROM tm_archive) || ' ' || (SELECT count(*) || ':' || sum(hashtext(tm::text)::bigint) FROM ONLY tm)}),
+	'0 ' . $pub->safe_psql('postgres', q{SELECT count(*) || ':' || sum(hashtext(tm::text)::bigint) FROM tm}),
+	'table mode: the subscriber replayed the move');
+$sub->safe_psql('postgres', q{SELECT archive_cluster_unregister('tm')});
+is($sub->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'tm_archive'}), '0',
+	'table mode: unregistered on the subscriber too');
+
+# on the publisher alone: a publication made before registering names the
+# table, which becomes the current tier; the new archive is not in it
+my $half = q{
+CREATE TABLE h (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
+INSERT INTO h SELECT g, g % 10, now() - interval '1 day' FROM generate_series(1, 100) g;
+};
+$pub->safe_psql('postgres', $half . q{
+CREATE PUBLICATION ph FOR TABLE h;
+SELECT archive_cluster_register('h', '{cid,ts}', 'ts', '1 hour');
+});
+($rc, $out, $err) = $pub->psql('postgres', q{SELECT status FROM archive_cluster_run('h', force => true)});
+like($err, qr/cannot move rows of "h": publication "ph" replicates deletes from "h_current" but no inserts into "h_archive"/,
+	'a run whose moved rows subscribers would receive as deletes only is refused');
+like($err, qr/HINT:  Publish "h_archive" too/, '... with a hint');
+is($pub->safe_psql('postgres', q{SELECT count(*) FROM h_archive}), '0', '... and moved nothing');
+$pub->safe_psql('postgres', q{ALTER PUBLICATION ph ADD TABLE h_archive});
+is( $pub->safe_psql('postgres', q{SELECT rows_moved FROM archive_cluster_run('h', force => true)}),
+	'100', 'with the archive published too, the run moves the rows');
+
+# unregistering while the archive's deletes are not published: refused
+$pub->safe_psql('postgres', q{ALTER PUBLICATION ph SET (publish = 'insert, update')});
+($rc, $out, $err) = $pub->psql('postgres', q{SELECT archive_cluster_unregister('h')});
+like($err, qr/cannot unregister "h": its archived rows would not reach subscribers as they move/,
+	'unregistering with the archive\'s deletes unpublished is refused');
+like($err, qr/DETAIL:  Publication "ph" does not replicate deletes from "h_archive"/, '... saying why');
+$pub->safe_psql('postgres', q{ALTER PUBLICATION ph SET (publish = 'insert, update, delete, truncate')});
+
+# a trigger that keeps archived rows from being deleted: refused, nothing lost
+$pub->safe_psql(
+	'postgres', q{
+CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN CASE WHEN OLD.id % 2 = 0 THEN NULL ELSE OLD END; END$$;
+CREATE TRIGGER keep BEFORE DELETE ON h_archive FOR EACH ROW EXECUTE FUNCTION keep();
+});
+($rc, $out, $err) = $pub->psql('postgres', q{SELECT archive_cluster_unregister('h')});
+like($err, qr/cannot unregister "h": rows of "h_archive" were not deleted as they were moved back/,
+	'a trigger keeping archived rows: unregistering refused');
+is($pub->safe_psql('postgres', q{SELECT count(*) FROM h}), '100', '... and every row still there');
+$pub->safe_psql('postgres', q{DROP TRIGGER keep ON h_archive});
+($rc, $out, $err) = $pub->psql('postgres', q{SELECT archive_cluster_unregister('h')});
+like($err, qr/WARNING:  "h" was published by "ph"/, 'without it: unregistered, with the warning');
+is($pub->safe_psql('postgres', q{SELECT relkind || count(*) OVER () FROM pg_class WHERE relname = 'h'}), 'r1',
+	'... h a table again');
+is($pub->safe_psql('postgres', q{SELECT count(*) FROM h}), '100', '... with every row');
+
 # binary-upgrade mode (as pg_upgrade starts servers): no launcher
 my $launchers = q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'archive_cluster launcher'};
 is($sub->safe_psql('postgres', $launchers), '1', 'a launcher in a normal start');
@@ -153,7 +259,14 @@ command_ok(
 	[ 'pg_ctl', '-D', $sub->data_dir, '-l', $sub->logfile, '-o', '-b', '-w', 'start' ],
 	'started in binary-upgrade mode');
 $sub->_update_pid(1);	# so that stop() stops it
-is($sub->safe_psql('postgres', $launchers), '0', 'no launcher in binary-upgrade mode');
+# the launcher starts within moments of a normal start: watch for 5 s
+my $seen = 0;
+for (1 .. 20)
+{
+	$seen += $sub->safe_psql('postgres', $launchers);
+	select(undef, undef, undef, 0.25);
+}
+is($seen, 0, 'no launcher in binary-upgrade mode (5 s watched)');
 $sub->stop;
 $pub->stop;
 
