@@ -82,7 +82,7 @@ is( $standby->safe_psql('postgres',
 # promotion: the launcher starts, the new primary archives
 $primary->stop;
 $standby->promote;
-$standby->poll_query_until('postgres', "SELECT $launchers > 0")
+$standby->poll_query_until('postgres', "SELECT ($launchers) > 0")
   or die 'no launcher after promotion';
 pass('promoted: the launcher started');
 $standby->safe_psql('postgres',
@@ -128,7 +128,7 @@ is( $sub->safe_psql('postgres',
 		q{SELECT subscriptions IS NULL FROM archive_cluster_tables WHERE relation = 't'::regclass}),
 	't', 'after DROP SUBSCRIPTION: no longer a replication target');
 ($rc, $out, $err) = $sub->psql('postgres', q{INSERT INTO t (cid, ts, pad) VALUES (1, now(), 'new')});
-like($err, qr/duplicate key value violates unique constraint/, 'an INSERT through the view before the sequence is moved: duplicate key');
+like($err, qr/duplicate key value violates the row identity of "t"/, 'an INSERT through the view before the sequence is moved: duplicate key');
 $sub->safe_psql('postgres',
 	q{SELECT setval(pg_get_serial_sequence('t_current', 'id'), (SELECT max(id) FROM t))});
 ($rc, $out, $err) = $sub->psql('postgres',

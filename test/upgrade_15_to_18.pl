@@ -41,13 +41,13 @@ SELECT status FROM archive_cluster_run('t', force => true);
 INSERT INTO t (cid, ts, pad) SELECT g % 50, now() - interval '1 day', 'q' FROM generate_series(1, 2000) g;
 SELECT status FROM archive_cluster_run('t', force => true);
 SELECT status FROM archive_cluster_compact('t', force => true);
-INSERT INTO t (cid, ts, pad) SELECT g % 50, now(), 'hot' FROM generate_series(1, 300) g;
 UPDATE t SET pad = 'changed' WHERE id % 97 = 0;
 DELETE FROM t WHERE id % 89 = 0;
+INSERT INTO t (cid, ts, pad) SELECT g % 50, now(), 'hot' FROM generate_series(1, 300) g;
 
 CREATE TABLE tm (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
 CREATE INDEX ON tm (cid, ts);
-SELECT archive_cluster_register('tm', '{cid,ts}', 'ts', '1 hour', mode => 'table');
+SELECT archive_cluster_register('tm', '{cid,ts}', 'ts', '1 hour', batch_rows => 1000, mode => 'table');
 INSERT INTO tm SELECT g, g % 20, now() - interval '1 day' FROM generate_series(1, 3000) g;
 SELECT status FROM archive_cluster_run('tm', force => true);
 INSERT INTO tm SELECT g, g % 20, now() FROM generate_series(3001, 3100) g;
