@@ -240,6 +240,7 @@ fi
 upassed=0 ufailed=0
 echo "== upgrade from PostgreSQL 15 (test/upgrade_15_to_18.pl)"
 ustatus=0
+as_pg mkdir -p "$work/upgrade"
 as_pg env PATH="$(dirname "$PG15_CONFIG"):$PATH" TESTDIR="$work/upgrade" PG_REGRESS="$pgxs15/src/test/regress/pg_regress" \
 	PG18_INSTALL="$(dirname "$testbin")" prove -v -I "$pgxs15/src/test/perl" test/upgrade_15_to_18.pl \
 	> "$work/upgrade.log" 2>&1 || ustatus=$?
