@@ -24,6 +24,7 @@ OBJS = \
 	src/pool.o \
 	src/pool_views.o \
 	src/register.o \
+	src/replication.o \
 	src/row_locks.o \
 	src/run.o \
 	src/stats.o \

@@ -327,6 +327,13 @@ SELECT c.relation,
 	   lo.compacted_at AS last_compaction_at,
 	   coalesce(k.compactions, 0) AS compactions,
 	   coalesce(k.rows_rewritten, 0) AS total_rows_rewritten,
+	   -- the logical replication subscriptions that write into its tables: runs
+	   -- and compactions leave it alone (archive_cluster.allow_on_subscriber)
+	   (SELECT pg_catalog.array_agg(DISTINCT sub.subname)
+		FROM pg_catalog.pg_subscription_rel sr
+			 JOIN pg_catalog.pg_subscription sub ON sub.oid OPERATOR(pg_catalog.=) sr.srsubid
+		WHERE sr.srrelid OPERATOR(pg_catalog.=) ANY (ARRAY[c.current_table, c.archive_table]::pg_catalog.oid[]))
+		 AS subscriptions,
 	   c.registered_at,
 	   c.registered_by
 FROM archive_cluster_config c

@@ -49,7 +49,9 @@ _PG_init(void)
 	{
 		ac_pool_init_hooks();
 		ac_key_range_init_hooks();
-		ac_launcher_register();
+		/* no workers in pg_upgrade's servers, as core's logical replication launcher */
+		if (!IsBinaryUpgrade)
+			ac_launcher_register();
 		ac_utility_hook_install();
 	}
 }

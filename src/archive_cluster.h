@@ -118,6 +118,7 @@ extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);
 extern void ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
 							   int *save_nestlevel);
 extern void ac_restore_user(Oid save_userid, int save_sec_context, int save_nestlevel);
+extern void ac_no_row_security(void);
 extern char *ac_qualified_name(Oid relid);
 extern void ac_spi_exec(const char *sql, int expected);
 extern void ac_lock_with_retries(Oid relid, int timeout_ms, int retries);

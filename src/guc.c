@@ -52,6 +52,9 @@ int			archive_cluster_run_max_wal_rate = 20;
 /* archive_cluster.compaction: the background worker compacts archives */
 bool		archive_cluster_compaction = true;
 
+/* archive_cluster.allow_on_subscriber: move rows of logical replication targets */
+bool		archive_cluster_allow_on_subscriber = false;
+
 /* archive_cluster.compaction_threshold: share of a key's pages compaction saves */
 double		archive_cluster_compaction_threshold = 0.1;
 
@@ -251,6 +254,16 @@ ac_define_gucs(void)
 							 &archive_cluster_compaction,
 							 true,
 							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("archive_cluster.allow_on_subscriber",
+							 "Whether runs and compactions move rows of a registered table whose tiers "
+							 "a logical replication subscription writes into.",
+							 "Off: the worker skips such tables and a call naming one is refused, since "
+							 "the publisher's later changes of a moved row would miss it.",
+							 &archive_cluster_allow_on_subscriber,
+							 false,
+							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("archive_cluster.compaction_threshold",

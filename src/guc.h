@@ -25,6 +25,7 @@ extern int	archive_cluster_run_max_wal_rate;
 extern char *archive_cluster_debug_pause;
 extern int	archive_cluster_lock_timeout;
 extern bool archive_cluster_compaction;
+extern bool archive_cluster_allow_on_subscriber;
 extern double archive_cluster_compaction_threshold;
 extern int	archive_cluster_compaction_max_wal_rate;
 extern int	archive_cluster_run_log_max_rows;

@@ -47,6 +47,7 @@
 #include "archive_cluster.h"
 #include "compat.h"
 #include "constraints.h"
+#include "replication.h"
 #include "table_mode.h"
 #include "tiers.h"
 
@@ -694,6 +695,7 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	int			save_sec_context;
 	int			save_nestlevel;
 	uint64		moved;
+	AcUnregisterPub pub;
 	int			i;
 
 	ac_require_arg(fcinfo, 0, "relation");
@@ -732,19 +734,23 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	ac_check_owner(relid);
 	ac_check_owner(cfg.current);
 	ac_check_owner(cfg.archive);
+	ac_unregister_check(&cfg, &pub);
+	relname = pub.relname;
 
 	if (cfg.table_mode)
 	{
 		/* first: unregistered, the tiers may lose their guard indexes */
 		ac_forget_config(relid);
 		ac_switch_to_owner(relid, &save_userid, &save_sec_context, &save_nestlevel);
-		moved = ac_table_mode_remove(&cfg);
+		ac_no_row_security();
+		moved = ac_table_mode_remove(&cfg, pub.move);
 		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		if (pub.pubname != NULL)
+			ac_unregister_published(&cfg, &pub);
 		SPI_finish();
 		PG_RETURN_INT64((int64) moved);
 	}
 
-	relname = pstrdup(get_rel_name(relid));
 	qrel = ac_qualified_name(relid);
 	qcur = ac_qualified_name(cfg.current);
 	qarc = ac_qualified_name(cfg.archive);
@@ -800,12 +806,26 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	relation_close(view, NoLock);
 
 	ac_switch_to_owner(cfg.current, &save_userid, &save_sec_context, &save_nestlevel);
-	ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
-						 qcur, curcols.data,
-						 has_always_identity ? " OVERRIDING SYSTEM VALUE" : "",
-						 arccols.data, qarc),
-				SPI_OK_INSERT);
-	moved = SPI_processed;
+	ac_no_row_security();
+	/* published: deleted as copied, so that subscribers move them too */
+	if (pub.move)
+	{
+		ac_spi_exec(psprintf("WITH moved AS (DELETE FROM %s RETURNING %s) INSERT INTO %s (%s)%s SELECT * FROM moved",
+							 qarc, arccols.data, qcur, curcols.data,
+							 has_always_identity ? " OVERRIDING SYSTEM VALUE" : ""),
+					SPI_OK_INSERT);
+		moved = SPI_processed;
+		ac_unregister_check_emptied(&cfg);
+	}
+	else
+	{
+		ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
+							 qcur, curcols.data,
+							 has_always_identity ? " OVERRIDING SYSTEM VALUE" : "",
+							 arccols.data, qarc),
+					SPI_OK_INSERT);
+		moved = SPI_processed;
+	}
 	ac_spi_exec(psprintf("DROP VIEW %s", qrel), SPI_OK_UTILITY);
 	ac_spi_exec(psprintf("DROP TABLE %s", qarc), SPI_OK_UTILITY);
 	ac_spi_exec(psprintf("ALTER TABLE %s RENAME TO %s", qcur, quote_identifier(relname)),
@@ -813,6 +833,8 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 
 	ac_forget_config(relid);
+	if (pub.pubname != NULL)
+		ac_unregister_published(&cfg, &pub);
 
 	SPI_finish();
 	PG_RETURN_INT64((int64) moved);

@@ -56,6 +56,7 @@
 #include "archive_cluster.h"
 #include "compat.h"
 #include "mover.h"
+#include "replication.h"
 #include "threshold.h"
 #include "tiers.h"
 
@@ -147,7 +148,8 @@ ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 
 /*
  * The start of a run or a compaction of one table: res cleared, its start
- * time set, the table's locks taken (ac_table_lock).  Returns the table's
+ * time set, the table's locks taken (ac_table_lock), refused when a
+ * subscription writes into a tier (ac_refuse_if_subscribed).  Returns the table's
  * name, or NULL, with res->status set, when the table is skipped.
  */
 char *
@@ -164,6 +166,8 @@ ac_table_begin(AcTableConfig *cfg, AcRunResult *res)
 				 errmsg("relation with OID %u does not exist", cfg->relation)));
 	if (!ac_table_lock(cfg, relname, &res->status))
 		return NULL;
+	/* under the locks: a subscription refreshed meanwhile counts */
+	ac_refuse_if_subscribed(cfg);
 	return relname;
 }
 
@@ -283,6 +287,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	relname = ac_table_begin(cfg, res);
 	if (relname == NULL)
 		return;
+	ac_refuse_if_half_published(cfg);
 
 	ac_compute_threshold(cfg, &th);
 	res->threshold = th.rows;
@@ -421,6 +426,18 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 				continue;		/* unregistered or dropped meanwhile */
 			if (!ac_class_ownercheck(relation, GetUserId()))
 				continue;
+			if (ac_subscribed_skip(&cfg))
+			{
+				memset(&res, 0, sizeof(res));
+				res.started = res.finished = GetCurrentTimestamp();
+				res.status = "skipped: logical replication target";
+				ereport(NOTICE,
+						(errmsg("skipping \"%s\": a logical replication subscription writes into its tables",
+								get_rel_name(relation)),
+						 errhint("Archive on the publisher; see archive_cluster.allow_on_subscriber.")));
+				ac_put_result(rsinfo, kind, relation, &res);
+				continue;
+			}
 
 			BeginInternalSubTransaction(NULL);
 			MemoryContextSwitchTo(oldcxt);

@@ -35,6 +35,7 @@
 
 #include "archive_cluster.h"
 #include "constraints.h"
+#include "replication.h"
 #include "table_mode.h"
 #include "tier_guard.h"
 #include "tier_indexes.h"
@@ -216,12 +217,13 @@ ac_table_mode_create(Oid relid, const char *arcname, const char *agecol)
  * indexes and the inheritance go, the
  * archived rows go back into <t> with one INSERT (table mode refuses
  * row-level triggers of the user, so none fires; statement-level INSERT
- * triggers of <t> fire once), and the archive is dropped.  Runs as the
- * table's owner, both tables locked ACCESS EXCLUSIVE.  Returns the number
- * of rows moved back.
+ * triggers of <t> fire once), and the archive is dropped.  "published":
+ * the rows are deleted from the archive as they are copied, so that logical
+ * replication subscribers move them too.  Runs as the table's owner, both
+ * tables locked ACCESS EXCLUSIVE.  Returns the number of rows moved back.
  */
 uint64
-ac_table_mode_remove(AcTableConfig *cfg)
+ac_table_mode_remove(AcTableConfig *cfg, bool published)
 {
 	char	   *qrel = ac_qualified_name(cfg->relation);
 	char	   *qarc = ac_qualified_name(cfg->archive);
@@ -253,11 +255,22 @@ ac_table_mode_remove(AcTableConfig *cfg)
 
 	ac_drop_guards(guards);
 	ac_spi_exec(psprintf("ALTER TABLE %s NO INHERIT %s", qarc, qrel), SPI_OK_UTILITY);
-	ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
-						 qrel, cols.data, always ? " OVERRIDING SYSTEM VALUE" : "",
-						 cols.data, qarc),
-				SPI_OK_INSERT);
-	moved = SPI_processed;
+	if (published)
+	{
+		ac_spi_exec(psprintf("WITH moved AS (DELETE FROM %s RETURNING %s) INSERT INTO %s (%s)%s SELECT * FROM moved",
+							 qarc, cols.data, qrel, cols.data, always ? " OVERRIDING SYSTEM VALUE" : ""),
+					SPI_OK_INSERT);
+		moved = SPI_processed;
+		ac_unregister_check_emptied(cfg);
+	}
+	else
+	{
+		ac_spi_exec(psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s",
+							 qrel, cols.data, always ? " OVERRIDING SYSTEM VALUE" : "",
+							 cols.data, qarc),
+					SPI_OK_INSERT);
+		moved = SPI_processed;
+	}
 	ac_spi_exec(psprintf("DROP TABLE %s", qarc), SPI_OK_UTILITY);
 	return moved;
 }

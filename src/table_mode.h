@@ -14,6 +14,6 @@
 extern void ac_table_mode_check(Relation rel, Relation archive, const char *agecol,
 								bool registering);
 extern Oid	ac_table_mode_create(Oid relid, const char *arcname, const char *agecol);
-extern uint64 ac_table_mode_remove(AcTableConfig *cfg);
+extern uint64 ac_table_mode_remove(AcTableConfig *cfg, bool published);
 
 #endif							/* ARCHIVE_CLUSTER_TABLE_MODE_H */

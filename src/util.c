@@ -164,6 +164,19 @@ ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 
+/*
+ * Inside ac_switch_to_owner(): row-level security off, so that a query a
+ * policy would filter (FORCE ROW LEVEL SECURITY) fails instead of seeing
+ * part of a table.  Restored with the search_path by ac_restore_user().
+ */
+void
+ac_no_row_security(void)
+{
+	(void) set_config_option("row_security", "off",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
 void
 ac_restore_user(Oid save_userid, int save_sec_context, int save_nestlevel)
 {

@@ -44,6 +44,7 @@
 #include "archive_cluster.h"
 #include "compact.h"
 #include "pool.h"
+#include "replication.h"
 #include "threshold.h"
 
 PGDLLEXPORT void archive_cluster_worker_main(Datum main_arg);
@@ -265,6 +266,22 @@ ac_worker_set_limits(void)
 }
 
 /*
+ * A table whose tiers a subscription writes into is left alone (see
+ * replication.c); archive_cluster_tables shows its subscriptions, so the
+ * skip is said at DEBUG1 only, not at every naptime in the server log.
+ */
+static bool
+ac_worker_subscribed(AcTableConfig *cfg, const char *relname)
+{
+	if (!ac_subscribed_skip(cfg))
+		return false;
+	ereport(DEBUG1,
+			(errmsg("archive_cluster: skipping \"%s\": a logical replication subscription writes into its tables",
+					relname)));
+	return true;
+}
+
+/*
  * Compact a table's archive if it is due (measured by ac_compact_table()),
  * in a transaction of its own, then vacuum the archive so that the pages the
  * compaction emptied are free for the next one.  An error is logged and
@@ -288,7 +305,7 @@ ac_worker_compact(Oid relation)
 		ac_begin("archive_cluster: checking an archive");
 		name = get_rel_name(relation);
 		if (name != NULL && ac_run_backoff_until(relation, AC_KIND_COMPACTION) <= started &&
-			ac_load_config(relation, &cfg))
+			ac_load_config(relation, &cfg) && !ac_worker_subscribed(&cfg, name))
 		{
 			relname = MemoryContextStrdup(ac_cycle_cxt, name);
 			ac_pool_worker_activity(AC_ACT_COMPACTING, relation);
@@ -361,7 +378,8 @@ ac_worker_table(Oid relation, bool *looked)
 			if (first && name != NULL)
 				backoff = ac_run_backoff_until(relation, AC_KIND_ARCHIVE);
 			/* a configuration row left by a drop (event triggers off): skip */
-			if (name != NULL && backoff <= started && ac_load_config(relation, &cfg))
+			if (name != NULL && backoff <= started && ac_load_config(relation, &cfg) &&
+				!ac_worker_subscribed(&cfg, name))
 			{
 				relname = MemoryContextStrdup(ac_cycle_cxt, name);
 				ac_compute_threshold(&cfg, &th);

@@ -10,9 +10,11 @@
 #   3. installs the library, control file and SQL scripts into the wheel,
 #   4. runs the Makefile's REGRESS and ISOLATION lists with PostgreSQL 15's
 #      pg_regress and pg_isolation_regress on temporary PostgreSQL 18
-#      instances (as the postgres OS user, in a copy of the tree it owns).
+#      instances (as the postgres OS user, in a copy of the tree it owns),
+#   5. runs test/upgrade_15_to_18.pl: a database with registered tables
+#      moved from a PostgreSQL 15 server to an 18 one (pg_dump, pg_restore).
 # Prints "regress (PostgreSQL 18): N passed, N failed" and the same for
-# isolation; exits non-zero on any failure, keeping the outputs.
+# isolation and upgrade; exits non-zero on any failure, keeping the outputs.
 #
 #   sudo test/pg18.sh                  all of the above
 #   sudo test/pg18.sh --install-only   steps 1-3 (bench/demo.sh --pg18 uses it)
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 		--install-only) mode=install; shift ;;
 		--print-bindir) echo "$bindir"; exit 0 ;;
-		-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
 		*) echo "pg18.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -233,6 +235,17 @@ if [ -n "$isolation" ]; then
 	if [ "$istatus" -ne 0 ] && [ "$ifailed" -eq 0 ]; then ifailed=1; fi
 	[ "$istatus" -eq 0 ] && [ "$ifailed" -eq 0 ] || status=1
 fi
+# the 15 -> 18 upgrade of docs/operations.md (a TAP test: PostgreSQL 15's
+# Perl test modules and binaries, the 18 installation as install_path)
+upassed=0 ufailed=0
+echo "== upgrade from PostgreSQL 15 (test/upgrade_15_to_18.pl)"
+ustatus=0
+as_pg mkdir -p "$work/upgrade"
+as_pg env PATH="$(dirname "$PG15_CONFIG"):$PATH" TESTDIR="$work/upgrade" PG_REGRESS="$pgxs15/src/test/regress/pg_regress" \
+	PG18_INSTALL="$(dirname "$testbin")" prove -v -I "$pgxs15/src/test/perl" test/upgrade_15_to_18.pl \
+	> "$work/upgrade.log" 2>&1 || ustatus=$?
+cat "$work/upgrade.log"
+if [ "$ustatus" -eq 0 ]; then upassed=1; else ufailed=1; status=1; fi
 for d in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
 	if [ -s "$d" ]; then
 		echo "== $d"
@@ -251,6 +264,7 @@ echo
 echo "== summary (PostgreSQL 18: $version18 from $PG18_WHEEL $PG18_WHEEL_VERSION)"
 echo "regress (PostgreSQL 18): $rpassed passed, $rfailed failed"
 echo "isolation (PostgreSQL 18): $ipassed passed, $ifailed failed"
+echo "upgrade (PostgreSQL 18): $upassed passed, $ufailed failed"
 if [ "$status" -eq 0 ]; then
 	rm -rf "$work"
 	exit 0

