@@ -92,9 +92,12 @@ is( $node->safe_psql(
 	'the run is in archive_cluster_runs as started by the worker');
 ok($node->log_contains(qr/archive_cluster: archived 60000 rows of "pay" in 1 batch, [0-9.]+ s \([0-9]+ rows\/s\)/),
 	'one LOG line for the run');
+# (vacuum_count only: whether that VACUUM could remove the moved rows' old
+# versions depends on snapshots of other sessions, such as a polling query
+# begun before the run committed, which keep them until a later VACUUM)
 ok( $node->poll_query_until(
 		'app',
-		"SELECT vacuum_count >= 1 AND n_dead_tup = 0 FROM pg_stat_user_tables WHERE relid = 'pay_current'::regclass"
+		"SELECT vacuum_count >= 1 FROM pg_stat_user_tables WHERE relid = 'pay_current'::regclass"
 	),
 	'the worker vacuums pay_current after the run (autovacuum is off)');
 
