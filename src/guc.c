@@ -28,6 +28,9 @@ int			archive_cluster_max_workers = 2;
 /* archive_cluster.worker_time_slice: seconds a worker serves one database at most */
 int			archive_cluster_worker_time_slice = 60;
 
+/* archive_cluster.job_timeout: seconds a worker's job on one table may take, 0: no limit */
+int			archive_cluster_job_timeout = 1800;
+
 /* archive_cluster.extension_recheck_interval: seconds between looks at a database without the extension */
 int			archive_cluster_extension_recheck_interval = 600;
 
@@ -174,6 +177,18 @@ ac_define_gucs(void)
 							"The database gets another worker in its turn.",
 							&archive_cluster_worker_time_slice,
 							60, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.job_timeout",
+							"Longest time a worker spends on one job of a table: a batch of a "
+							"run, or a compaction.",
+							"The job is canceled, the table waits for its backoff and the worker "
+							"goes on; a worker still at it 10 s later is ended by the launcher.  "
+							"Bounds the table owner's code that the job runs (CHECK constraints, "
+							"index expressions).  0: no limit.",
+							&archive_cluster_job_timeout,
+							1800, 0, INT_MAX / 1000,
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 

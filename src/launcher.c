@@ -56,6 +56,9 @@ PGDLLEXPORT void archive_cluster_launcher_main(Datum main_arg);
 /* a worker that never attaches gives its slot up after this */
 #define AC_STARTING_TIMEOUT_MS 60000
 
+/* a worker still at a job this long after its job_timeout is ended */
+#define AC_JOB_GRACE_MS 10000
+
 /* the launcher's handles of the workers it started, by slot */
 static BackgroundWorkerHandle **ac_handles = NULL;
 
@@ -269,6 +272,45 @@ ac_reap_slots(TimestampTz now)
 	}
 }
 
+/*
+ * End the workers still at a job on a table (a batch, a compaction) well
+ * after its archive_cluster.job_timeout: the cancel that the timeout asks
+ * for did not end it (the table owner's code caught it, or does not check
+ * for interrupts).  The slot goes to the next database when the worker has
+ * gone.  The earliest time to look again, or 0.  Lock held.
+ */
+static TimestampTz
+ac_end_overdue_workers(TimestampTz now)
+{
+	TimestampTz next = 0;
+	int			i;
+
+	for (i = 0; i < ac_pool->nslots; i++)
+	{
+		AcWorkerSlot *s = &ac_pool->slots[i];
+		TimestampTz end;
+
+		if (s->state != AC_SLOT_RUNNING || s->pid == 0 || s->job_deadline == 0)
+			continue;
+		end = TimestampTzPlusMilliseconds(s->job_deadline, AC_JOB_GRACE_MS);
+		if (now < end)
+		{
+			if (next == 0 || end < next)
+				next = end;
+			continue;
+		}
+		if (s->ended)
+			continue;
+		ereport(WARNING,
+				(errmsg("archive_cluster: ending the worker with PID %d: its job on table %u ran past archive_cluster.job_timeout",
+						(int) s->pid, s->relid),
+				 errdetail("The job was canceled at its timeout, and went on.")));
+		kill(s->pid, SIGTERM);
+		s->ended = true;
+	}
+	return next;
+}
+
 /* The due database served longest ago, or NULL.  Lock held. */
 static AcDatabaseEntry *
 ac_next_database(TimestampTz now)
@@ -385,6 +427,7 @@ ac_launcher_tick(void)
 	int			max_workers = Min(archive_cluster_max_workers, ac_pool->nslots);
 	int			waiting = 0;
 	bool		postmaster_full = false;
+	TimestampTz overdue;
 	int			i;
 
 	if (!archive_cluster_enabled)
@@ -420,6 +463,9 @@ ac_launcher_tick(void)
 
 	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
 	ac_reap_slots(now);
+	overdue = ac_end_overdue_workers(now);
+	if (overdue != 0)
+		wake = Min(wake, overdue);
 	/* what waits for a slot, and when the next database falls due */
 	for (i = 0; i < ac_pool->ndatabases; i++)
 	{

@@ -315,6 +315,22 @@ ac_pool_worker_activity(AcActivity activity, Oid relid)
 }
 
 /*
+ * When this worker's job on a table (a batch, a compaction) must be over,
+ * archive_cluster.job_timeout after it started; 0 between jobs.  The
+ * launcher ends a worker that is still at it well past that.
+ */
+void
+ac_pool_worker_job(TimestampTz deadline)
+{
+	AcWorkerSlot *s = &ac_pool->slots[ac_my_slot];
+
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	if (s->generation == ac_my_generation && s->pid == MyProcPid)
+		s->job_deadline = deadline;
+	LWLockRelease(ac_pool->lock);
+}
+
+/*
  * The worker's findings, for the launcher's next choices: whether the
  * extension is installed, whether due work is left (the time slice ran
  * out), whether it looked at every table.

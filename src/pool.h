@@ -68,6 +68,8 @@ typedef struct AcWorkerSlot
 	TimestampTz started_at;		/* attached */
 	AcActivity	activity;
 	Oid			relid;			/* the table it works on, or InvalidOid */
+	TimestampTz job_deadline;	/* its job's archive_cluster.job_timeout, 0: none */
+	bool		ended;			/* the launcher ended it (ac_end_overdue_workers) */
 } AcWorkerSlot;
 
 typedef struct AcPool
@@ -94,6 +96,7 @@ extern void ac_pool_wake_launcher(void);
 /* the worker's side */
 extern Oid	ac_pool_worker_attach(int slot, uint32 generation, bool *stats_trusted);
 extern void ac_pool_worker_activity(AcActivity activity, Oid relid);
+extern void ac_pool_worker_job(TimestampTz deadline);
 extern void ac_pool_worker_done(AcDbState found, bool more_work, bool looked_at_all);
 
 /* other sessions */

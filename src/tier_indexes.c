@@ -115,7 +115,7 @@ ac_index_counterpart(Oid indexoid, Relation other)
  * exclusion constraint (it would hold within each tier alone), a deferrable
  * unique constraint (the check across tiers is immediate), or, unless
  * registering (the archive is created with all of them), an index without
- * its counterpart on the archive.
+ * its counterpart on the archive, or a unique index that is not valid.
  */
 void
 ac_check_tier_indexes(Relation parent, Relation archive, bool registering)
@@ -132,6 +132,8 @@ ac_check_tier_indexes(Relation parent, Relation archive, bool registering)
 		bool		exclusion;
 		bool		deferrable;
 		bool		ready;
+		bool		live;
+		bool		ix_valid;
 		bool		unique;
 
 		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
@@ -141,6 +143,8 @@ ac_check_tier_indexes(Relation parent, Relation archive, bool registering)
 		exclusion = ix->indisexclusion;
 		deferrable = ix->indisunique && !ix->indimmediate;
 		ready = ix->indisvalid && ix->indislive;
+		live = ix->indislive;
+		ix_valid = ix->indisvalid;
 		unique = ix->indisunique;
 		ReleaseSysCache(tup);
 
@@ -166,8 +170,26 @@ ac_check_tier_indexes(Relation parent, Relation archive, bool registering)
 							relname, get_rel_name(indexoid)),
 					 errdetail("Uniqueness across the table and its archive is checked at once, not at commit."),
 					 errhint("Make the constraint NOT DEFERRABLE.")));
-		/* one being built (CREATE INDEX CONCURRENTLY): looked at once done */
-		if (registering || !ready || OidIsValid(ac_index_counterpart(indexoid, archive)))
+		if (registering)
+			continue;
+
+		/*
+		 * A unique index of <t> being built (CREATE INDEX or REINDEX
+		 * CONCURRENTLY), or left invalid by one that failed, lacks entries
+		 * for some rows: a writer of <t> does not wait for a run moving such
+		 * a row's key to the archive, and could give <t> the key while the
+		 * archive gets it.
+		 */
+		if (unique && live && !ix_valid)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot archive rows of \"%s\" while its unique index \"%s\" is not valid",
+							relname, get_rel_name(indexoid)),
+					 errdetail("Until the index is valid it may lack entries of rows of \"%s\", and cannot keep their keys unique across the table and its archive while they are moved.",
+							   relname),
+					 errhint("Wait for CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY to finish; drop an invalid index that one left, or rebuild it with REINDEX INDEX CONCURRENTLY.")));
+		/* a non-unique one being built: looked at once done */
+		if (!ready || OidIsValid(ac_index_counterpart(indexoid, archive)))
 			continue;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

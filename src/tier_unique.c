@@ -69,6 +69,7 @@ typedef struct AcUniquePair
 	bool		nulls_equal;	/* NULLS NOT DISTINCT */
 	int			nkeys;
 	Oid			eqprocs[INDEX_MAX_KEYS];
+	bool		valid;			/* own is valid (else being built, or left invalid) */
 	bool		simple;			/* key columns only: no expression, no predicate */
 	AttrNumber	attnos[INDEX_MAX_KEYS]; /* if simple */
 	AcKeyRange *range;			/* a pair of <t>: the archive's largest key */
@@ -180,15 +181,26 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 			if (index->rd_index->indisunique && index->rd_index->indislive &&
 				lfirst_oid(lc) > out->last_unique)
 				out->last_unique = lfirst_oid(lc);
-			if (index->rd_index->indisunique && index->rd_index->indisvalid &&
+			/*
+			 * Every unique index that takes entries: also one being built
+			 * by CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY, which
+			 * from then on refuses duplicates within its tier as on a plain
+			 * table, and must across the tiers too; only a valid one
+			 * without counterpart keeps rows out.
+			 */
+			if (index->rd_index->indisunique && index->rd_index->indisready &&
 				index->rd_index->indislive)
 			{
 				p->own = RelationGetRelid(index);
 				p->other = ac_index_counterpart(p->own, other);
 				if (!OidIsValid(p->other))
-					out->missing = p->own;
+				{
+					if (index->rd_index->indisvalid)
+						out->missing = p->own;
+				}
 				else
 				{
+					p->valid = index->rd_index->indisvalid;
 					p->named = e->relid == out->parent ? p->own : p->other;
 					p->nulls_equal = index->rd_index->indnullsnotdistinct;
 					p->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
@@ -661,7 +673,7 @@ ac_unique_holds_across(Relation rel, Oid indexid, Oid other)
 		return false;
 	for (i = 0; i < e->npairs; i++)
 		if (e->pairs[i].own == indexid)
-			return true;
+			return e->pairs[i].valid;
 	return false;
 }
 

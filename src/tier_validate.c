@@ -13,7 +13,12 @@
  *		written while the pair was incomplete.  Writers of the other tier
  *		cannot race with the check: the command holds its tier's SHARE lock,
  *		and the other tier, whose unique index has no counterpart until the
- *		command commits, refuses writes (tier_unique.c).
+ *		command commits, refuses writes (tier_unique.c).  An index built
+ *		CONCURRENTLY takes entries before it is valid, and from then on the
+ *		rows written to its tier are checked as they are written; the rows
+ *		written before (whose writers CREATE INDEX CONCURRENTLY waits for)
+ *		and those of writers still in progress, waited for here, are read
+ *		by the check.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +36,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -138,6 +144,8 @@ archive_cluster_validate_unique(PG_FUNCTION_ARGS)
 	int			save_nestlevel;
 	HeapTuple	tup;
 	bool		unique;
+	Relation	index_table;
+	bool		concurrent;
 
 	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
 	if (!HeapTupleIsValid(tup))
@@ -153,6 +161,23 @@ archive_cluster_validate_unique(PG_FUNCTION_ARGS)
 	table_close(other, AccessShareLock);
 	if (!OidIsValid(counterpart))
 		PG_RETURN_VOID();
+
+	/*
+	 * An index built concurrently (this transaction holds no SHARE lock on
+	 * its table): wait for the writers of <t> still in progress, so that
+	 * the rows they wrote are read; the rows written once the pair is valid
+	 * are checked as they are written (tier_unique.c).
+	 */
+	index_table = table_open(heapoid, AccessShareLock);
+	concurrent = !CheckRelationLockedByMe(index_table, ShareLock, true);
+	table_close(index_table, AccessShareLock);
+	if (concurrent)
+	{
+		LOCKTAG		tag;
+
+		SET_LOCKTAG_RELATION(tag, MyDatabaseId, cfg.current);
+		WaitForLockers(tag, ShareLock, false);
+	}
 
 	ac_switch_to_owner(cfg.current, &save_userid, &save_sec_context, &save_nestlevel);
 	if (heapoid == cfg.current)

@@ -16,7 +16,10 @@
  *		others; that table waits naptime x 2^failures (at most an hour),
  *		counted from the run history.  After archive_cluster.worker_time_slice
  *		the worker stops at the next batch boundary and leaves the rest to
- *		its database's next turn.
+ *		its database's next turn.  Each job on a table (a batch, a
+ *		compaction) is canceled after archive_cluster.job_timeout, so that
+ *		no table, whatever its owner's code does, holds a worker of the pool
+ *		for longer; it counts as the table's failure.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,10 +42,12 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "archive_cluster.h"
 #include "compact.h"
+#include "guc.h"
 #include "pool.h"
 #include "replication.h"
 #include "threshold.h"
@@ -68,6 +73,51 @@ static bool
 ac_slice_over(void)
 {
 	return GetCurrentTimestamp() >= ac_slice_end;
+}
+
+/* when the job in progress must be over (archive_cluster.job_timeout), 0: never */
+static TimestampTz ac_job_deadline = 0;
+
+/*
+ * A job on a table (a batch of a run, a compaction) begins: it is canceled
+ * after archive_cluster.job_timeout, whatever it waits for or runs (the
+ * table owner's CHECK constraints and index expressions among others), as
+ * statement_timeout cancels a statement.  A background worker has no
+ * statement of a client, so the statement timeout is the job's.  The pool
+ * is told when the job must be over: the launcher ends a worker that is
+ * still at it well after (one whose owner code caught the cancel, say).
+ */
+static void
+ac_job_begin(void)
+{
+	ac_job_deadline = 0;
+	if (archive_cluster_job_timeout > 0)
+	{
+		ac_job_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													  archive_cluster_job_timeout * 1000L);
+		enable_timeout_at(STATEMENT_TIMEOUT, ac_job_deadline);
+	}
+	ac_pool_worker_job(ac_job_deadline);
+}
+
+/* The job is over, done or failed: its timeout disarmed. */
+static void
+ac_job_end(void)
+{
+	if (get_timeout_active(STATEMENT_TIMEOUT))
+		disable_timeout(STATEMENT_TIMEOUT, false);
+	/* fired as the job ended: the cancel it asked for is not for what follows */
+	if (get_timeout_indicator(STATEMENT_TIMEOUT, true))
+		QueryCancelPending = false;
+	ac_pool_worker_job(0);
+}
+
+/* Was an error of the job the cancel of its timeout? */
+static bool
+ac_job_timed_out(ErrorData *edata)
+{
+	return edata->sqlerrcode == ERRCODE_QUERY_CANCELED && ac_job_deadline != 0 &&
+		GetCurrentTimestamp() >= ac_job_deadline;
 }
 
 static void
@@ -170,7 +220,16 @@ ac_worker_caught(Oid relation, const char *kind, TimestampTz started,
 	edata = CopyErrorData();
 	FlushErrorState();
 	AbortOutOfAnyTransaction();
+	ac_job_end();
 	RESUME_INTERRUPTS();
+	if (ac_job_timed_out(edata))
+	{
+		edata->message = psprintf("canceling the %s of \"%s\" due to archive_cluster.job_timeout",
+								  strcmp(kind, AC_KIND_COMPACTION) == 0 ? "compaction" : "run",
+								  relname ? relname : "?");
+		edata->detail = psprintf("The job ran for more than %d s.", archive_cluster_job_timeout);
+		edata->hint = pstrdup("Look for slow code of the table's owner that a run or a compaction runs: CHECK constraints, index expressions; or raise archive_cluster.job_timeout.");
+	}
 	/* where a committed transaction leaves the worker */
 	MemoryContextSwitchTo(TopMemoryContext);
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
@@ -297,6 +356,7 @@ ac_worker_compact(Oid relation)
 	AcRunResult res;
 
 	res.rows = 0;
+	ac_job_begin();
 	PG_TRY();
 	{
 		AcTableConfig cfg;
@@ -315,6 +375,7 @@ ac_worker_compact(Oid relation)
 				archive = cfg.archive;
 		}
 		ac_commit();
+		ac_job_end();
 	}
 	PG_CATCH();
 	{
@@ -366,6 +427,7 @@ ac_worker_table(Oid relation, bool *looked)
 		CHECK_FOR_INTERRUPTS();
 		res.batches = 0;
 		res.more = false;
+		ac_job_begin();
 		PG_TRY();
 		{
 			AcTableConfig cfg;
@@ -395,6 +457,7 @@ ac_worker_table(Oid relation, bool *looked)
 				}
 			}
 			ac_commit();
+			ac_job_end();
 			if (backoff <= started)
 				*looked = true;
 		}
