@@ -90,6 +90,7 @@ typedef struct AcGuardRow
 	SubTransactionId subid;		/* subtransaction that wrote it */
 	Oid			userid;			/* who wrote it, as the executor then ran */
 	int			sec_context;
+	bool		upsert;			/* by INSERT ... ON CONFLICT */
 } AcGuardRow;
 
 static AcGuardRow *ac_rows = NULL;	/* in TopMemoryContext */
@@ -195,7 +196,7 @@ ac_guard_check(const AcGuardRow *row, Relation heap)
 				ReleaseBuffer(buffer);
 			}
 			if (copy != NULL)
-				ac_unique_check_tuple(rel, copy);
+				ac_unique_check_tuple(rel, copy, row->upsert);
 		}
 		if (rel != NULL && heap == NULL)
 			table_close(rel, AccessShareLock);
@@ -248,6 +249,28 @@ ac_guard_flush(int level)
 
 /* ---- the access method ---- */
 
+/*
+ * Is the row version at tid of heap being inserted speculatively, by
+ * INSERT ... ON CONFLICT (the executor completes it after its index
+ * entries)?
+ */
+static bool
+ac_guard_speculative(Relation heap, ItemPointer tid)
+{
+	Buffer		buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(tid));
+	Page		page;
+	ItemId		lp;
+	bool		speculative = false;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buffer);
+	lp = PageGetItemId(page, ItemPointerGetOffsetNumber(tid));
+	if (ItemIdIsNormal(lp))
+		speculative = HeapTupleHeaderIsSpeculative((HeapTupleHeader) PageGetItem(page, lp));
+	UnlockReleaseBuffer(buffer);
+	return speculative;
+}
+
 static bool
 ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 				Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
@@ -281,6 +304,12 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 	row.level = ac_level;
 	row.subid = GetCurrentSubTransactionId();
 	GetUserIdAndSecContext(&row.userid, &row.sec_context);
+	row.upsert = false;
+	if (ac_unique_upsert_pending(heap) && ac_guard_speculative(heap, heap_tid))
+	{
+		row.upsert = true;
+		ac_unique_upsert_taken();
+	}
 	if (action == AC_GUARD_CHECK)
 		ac_guard_check(&row, heap);
 	else

@@ -98,6 +98,17 @@ static HTAB *ac_unique_cache = NULL;
 static uint64 ac_unique_invals = 0;	/* invalidations seen */
 static uint64 ac_unique_fills = 0;	/* entries filled */
 
+/*
+ * The arbiter indexes of the INSERT ... ON CONFLICT whose trigger
+ * (ac_on_conflict_row) last let a row through to be inserted into tier
+ * ac_upsert_relid; pending until the row reaches the tier's guard.
+ */
+static Oid	ac_upsert_relid = InvalidOid;
+static bool ac_upsert_pending_row = false;
+static int	ac_upsert_narbiters = 0;	/* -1: every unique index */
+static Oid *ac_upsert_arbiters = NULL;	/* in TopMemoryContext */
+static int	ac_upsert_maxarbiters = 0;
+
 /* Forget entries of a relation changed (its indexes, its triggers). */
 static void
 ac_unique_cache_inval(Datum arg, Oid relid)
@@ -386,9 +397,47 @@ ac_row_key(AcUniquePair *p, TupleTableSlot *slot, EState *estate, AcRowKey *key)
 	return needed;
 }
 
-/* Look up the keys of a row written to tier e->relid in the other tier. */
+/* Is index indexid an arbiter of the INSERT ... ON CONFLICT last seen? */
+static bool
+ac_upsert_arbiter(Oid indexid)
+{
+	int			i;
+
+	if (ac_upsert_narbiters < 0)
+		return true;
+	for (i = 0; i < ac_upsert_narbiters; i++)
+		if (ac_upsert_arbiters[i] == indexid)
+			return true;
+	return false;
+}
+
+/*
+ * A row of INSERT ... ON CONFLICT whose key, in one of its arbiter indexes,
+ * a run moved to the archive after the statement's trigger had found it in
+ * <t> and before the executor's own conflict check: that check waited for
+ * the run, found no row and inserted; the statement cannot now skip or
+ * update the row it meant to.  A serialization failure, retried by clients,
+ * as for a row a run moves while an UPDATE waits for it.
+ */
 static void
-ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys)
+ac_upsert_moved(AcUniqueEntry *e, AcUniquePair *p, Datum *values, bool *isnull)
+{
+	Relation	named = index_open(p->named, AccessShareLock);
+	char	   *key = BuildIndexValueDescription(named, values, isnull);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent archiving"),
+			 key ? errdetail("The row with key %s was moved to \"%s\" while INSERT ... ON CONFLICT checked for it.",
+							 key, get_rel_name(e->other)) : 0));
+}
+
+/*
+ * Look up the keys of a row written to tier e->relid in the other tier;
+ * upsert: a row of INSERT ... ON CONFLICT.
+ */
+static void
+ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys, bool upsert)
 {
 	int			i;
 
@@ -403,9 +452,12 @@ ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys)
 	{
 		AcUniquePair *p = keys[i].pair;
 
-		if (ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, keys[i].values,
-						  keys[i].isnull, p->nulls_equal))
-			ac_unique_violation(e, p, keys[i].values, keys[i].isnull, NULL);
+		if (!ac_key_exists(e->other, p->other, p->eqprocs, p->nkeys, keys[i].values,
+						   keys[i].isnull, p->nulls_equal))
+			continue;
+		if (upsert && ac_upsert_arbiter(p->own))
+			ac_upsert_moved(e, p, keys[i].values, keys[i].isnull);
+		ac_unique_violation(e, p, keys[i].values, keys[i].isnull, NULL);
 	}
 }
 
@@ -415,7 +467,8 @@ ac_check_keys(AcUniqueEntry *e, AcRowKey *keys, int nkeys)
  * and the ngiven keys already read from the row, looked up with them.
  */
 static void
-ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *slot, AcRowKey *given, int ngiven)
+ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *slot, AcRowKey *given, int ngiven,
+			 bool upsert)
 {
 	EState	   *estate = CreateExecutorState();
 	AcRowKey   *keys = palloc(sizeof(AcRowKey) * (e->npairs + ngiven + 1));
@@ -428,7 +481,7 @@ ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *slot, AcRowKey *given
 		if ((need == NULL || need[i]) &&
 			ac_row_key(&e->pairs[i], slot, estate, &keys[nkeys]))
 			nkeys++;
-	ac_check_keys(e, keys, nkeys);
+	ac_check_keys(e, keys, nkeys, upsert);
 	FreeExecutorState(estate);
 }
 
@@ -437,7 +490,8 @@ ac_check_row(AcUniqueEntry *e, bool *need, TupleTableSlot *slot, AcRowKey *given
  * user code run by an index expression may fill the cached entry again.
  */
 static void
-ac_check_tuple_slot(AcUniqueEntry *e, bool *need, HeapTuple tuple, AcRowKey *given, int ngiven)
+ac_check_tuple_slot(AcUniqueEntry *e, bool *need, HeapTuple tuple, AcRowKey *given, int ngiven,
+					bool upsert)
 {
 	Relation	rel = table_open(e->relid, AccessShareLock);
 	AcUniqueEntry *copy = ac_unique_entry_copy(e);
@@ -445,9 +499,53 @@ ac_check_tuple_slot(AcUniqueEntry *e, bool *need, HeapTuple tuple, AcRowKey *giv
 
 	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(tuple, slot, false);
-	ac_check_row(copy, need, slot, given, ngiven);
+	ac_check_row(copy, need, slot, given, ngiven, upsert);
 	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, AccessShareLock);
+}
+
+/*
+ * The row of INSERT ... ON CONFLICT that trigdata's trigger lets through
+ * goes on to the executor's conflict check, then to the tier's guard: keep
+ * its arbiter indexes for the guard's check (ac_unique_upsert_pending).
+ */
+static void
+ac_upsert_note_row(TriggerData *trigdata)
+{
+	Trigger    *trig = trigdata->tg_trigger;
+	int			n = trig->tgnargs - 2;
+	int			i;
+
+	if (n > ac_upsert_maxarbiters)
+	{
+		if (ac_upsert_arbiters != NULL)
+			pfree(ac_upsert_arbiters);
+		ac_upsert_arbiters = MemoryContextAlloc(TopMemoryContext, sizeof(Oid) * n);
+		ac_upsert_maxarbiters = n;
+	}
+	for (i = 0; i < n; i++)
+		ac_upsert_arbiters[i] = atooid(trig->tgargs[i + 2]);
+	ac_upsert_narbiters = n > 0 ? n : -1;	/* no target: every unique index */
+	ac_upsert_relid = RelationGetRelid(trigdata->tg_relation);
+	ac_upsert_pending_row = true;
+}
+
+/*
+ * Is a row of INSERT ... ON CONFLICT on its way into tier rel (its trigger
+ * let it through, its guard has not taken it yet)?  The guard, telling it
+ * from other rows written meanwhile (by user code the insert runs) by its
+ * speculative insertion, then takes it (ac_unique_upsert_taken).
+ */
+bool
+ac_unique_upsert_pending(Relation rel)
+{
+	return ac_upsert_pending_row && ac_upsert_relid == RelationGetRelid(rel);
+}
+
+void
+ac_unique_upsert_taken(void)
+{
+	ac_upsert_pending_row = false;
 }
 
 /*
@@ -537,6 +635,9 @@ ac_on_conflict_row(TriggerData *trigdata, AcUniqueEntry *e)
 	if (slot != trigdata->tg_trigslot)
 		ExecDropSingleTupleTableSlot(slot);
 	FreeExecutorState(estate);
+	ac_pause_point("upsert_checked", 5);
+	if (!skip)
+		ac_upsert_note_row(trigdata);
 	return PointerGetDatum(skip ? NULL : trigdata->tg_trigtuple);
 }
 
@@ -682,14 +783,15 @@ ac_unique_holds_across(Relation rel, Oid indexid, Oid other)
 
 /*
  * Check the keys of tuple, a row version that this transaction has just
- * written to tier rel (tier_guard.c): each key of a unique index of rel is
+ * written to tier rel (tier_guard.c), by INSERT ... ON CONFLICT if upsert:
+ * each key of a unique index of rel is
  * looked up in the counterpart index of the other tier, unless it is
  * beyond the archive's keys (a row of <t>).  Keys of plain columns are
  * read from the tuple; keys with an expression or a predicate are computed
  * as the index computes them.
  */
 void
-ac_unique_check_tuple(Relation rel, HeapTuple tuple)
+ac_unique_check_tuple(Relation rel, HeapTuple tuple, bool upsert)
 {
 	AcUniqueEntry *e = ac_unique_entry_get(rel);
 	AcRowKey	stack[AC_STACK_KEYS];
@@ -757,7 +859,7 @@ ac_unique_check_tuple(Relation rel, HeapTuple tuple)
 		if (OidIsValid(e->missing))
 			ac_missing_counterpart(e);
 		ac_lock_other(e);
-		ac_check_tuple_slot(e, NULL, tuple, NULL, 0);
+		ac_check_tuple_slot(e, NULL, tuple, NULL, 0, upsert);
 		return;
 	}
 	if (need == NULL)
@@ -765,8 +867,8 @@ ac_unique_check_tuple(Relation rel, HeapTuple tuple)
 		/* a copy of the entry, which a comparison may fill again */
 		AcUniqueEntry here = *e;
 
-		ac_check_keys(&here, keys, nkeys);
+		ac_check_keys(&here, keys, nkeys, upsert);
 	}
 	else
-		ac_check_tuple_slot(e, need, tuple, keys, nkeys);
+		ac_check_tuple_slot(e, need, tuple, keys, nkeys, upsert);
 }

@@ -12,7 +12,9 @@
 #include "access/htup.h"
 #include "utils/relcache.h"
 
-extern void ac_unique_check_tuple(Relation rel, HeapTuple tuple);
+extern void ac_unique_check_tuple(Relation rel, HeapTuple tuple, bool upsert);
+extern bool ac_unique_upsert_pending(Relation rel);
+extern void ac_unique_upsert_taken(void);
 /* what a guard index does with a row (ac_unique_guard_action) */
 typedef enum AcGuardAction
 {
