@@ -299,6 +299,25 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'archive_cluster_view_flush'
 LANGUAGE C;
 
+/*
+ * May the caller see the keys and errors of registered table "relation"
+ * (the run history, the last error)?  Where PostgreSQL shows a key in its
+ * own errors (BuildIndexValueDescription): the caller may read the table,
+ * and no row-level security applies to the caller on it or on its tiers.
+ */
+CREATE FUNCTION archive_cluster_details_visible(relation oid)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT coalesce(pg_catalog.has_table_privilege($1, 'SELECT'), false)
+   AND NOT pg_catalog.row_security_active($1)
+   AND NOT EXISTS (SELECT FROM @extschema@.archive_cluster_config c
+				   WHERE c.relation OPERATOR(pg_catalog.=) $1::pg_catalog.regclass
+					 AND (pg_catalog.row_security_active(c.current_table)
+						  OR pg_catalog.row_security_active(c.archive_table)))
+$$;
+
 CREATE VIEW archive_cluster_tables AS
 SELECT c.relation,
 	   c.mode,
@@ -317,8 +336,8 @@ SELECT c.relation,
 	   s.archive_rows_estimate,
 	   r.last_run_at,
 	   r.last_run_rows,
-	   -- statistics and errors only for roles that may read the table
-	   CASE WHEN pg_catalog.has_table_privilege(c.relation, 'SELECT') THEN r.last_error END AS last_error,
+	   -- errors only for roles that may read the table, row security not applying
+	   CASE WHEN @extschema@.archive_cluster_details_visible(c.relation) THEN r.last_error END AS last_error,
 	   coalesce(r.runs, 0) AS runs,
 	   coalesce(r.rows_moved, 0) AS total_rows_moved,
 	   -- compaction: the archive's loose pages, and the history
@@ -367,11 +386,12 @@ SELECT run_id,
 	   batches,
 	   started_by,
 	   run_as,
-	   -- errors and keys only for roles that may read the table (not once it is gone)
-	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS TRUE THEN error END AS error,
+	   -- errors and keys only for roles that may read the table, row security
+	   -- not applying (not once it is gone)
+	   CASE WHEN @extschema@.archive_cluster_details_visible(relation) THEN error END AS error,
 	   rows_refused,
 	   rows_busy,
-	   CASE WHEN pg_catalog.has_table_privilege(relation, 'SELECT') IS TRUE THEN left_behind END AS left_behind
+	   CASE WHEN @extschema@.archive_cluster_details_visible(relation) THEN left_behind END AS left_behind
 FROM archive_cluster_run_log;
 
 GRANT SELECT ON archive_cluster_tables, archive_cluster_runs TO PUBLIC;

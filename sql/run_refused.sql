@@ -65,5 +65,40 @@ WHERE relation_name = 'rr.p' AND rows_refused > 0 ORDER BY run_id DESC LIMIT 1;
 RESET ROLE;
 DROP ROLE rr_other;
 
+-- row-level security (issue 38, 6): a role that reads the table through a
+-- policy (cid = 1) sees no key nor error of the run history, as PostgreSQL
+-- shows no key in its own errors then; without a policy applying, the keys
+CREATE TABLE q (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
+SELECT archive_cluster_register('rr.q', cluster_by => '{cid,ts}', age_column => 'ts',
+								hot_window => '1 hour', mode => 'table');
+INSERT INTO q SELECT g, g % 3, now() - interval '1 day' FROM generate_series(1, 30) g;
+ALTER TABLE q_archive ADD CONSTRAINT no_two CHECK (cid <> 2);
+SELECT status, rows_moved FROM archive_cluster_run('rr.q', force => true);
+CREATE ROLE rr_reader;
+GRANT USAGE ON SCHEMA rr TO rr_reader;
+GRANT SELECT ON q TO rr_reader;
+SET ROLE rr_reader;
+SELECT rows_refused, left_behind IS NULL AS key_hidden, error IS NULL AS error_hidden
+FROM archive_cluster_runs WHERE relation_name = 'rr.q' ORDER BY run_id DESC LIMIT 1;
+RESET ROLE;
+ALTER TABLE q ENABLE ROW LEVEL SECURITY;
+CREATE POLICY only_one ON q FOR SELECT TO rr_reader USING (cid = 1);
+SET ROLE rr_reader;
+SELECT count(*) AS rows_seen, min(cid), max(cid) FROM q;
+SELECT rows_refused, left_behind IS NULL AS key_hidden, error IS NULL AS error_hidden
+FROM archive_cluster_runs WHERE relation_name = 'rr.q' ORDER BY run_id DESC LIMIT 1;
+RESET ROLE;
+-- a policy on the archive alone hides them too
+ALTER TABLE q DISABLE ROW LEVEL SECURITY;
+ALTER TABLE q_archive ENABLE ROW LEVEL SECURITY;
+SET ROLE rr_reader;
+SELECT left_behind IS NULL AS key_hidden FROM archive_cluster_runs
+WHERE relation_name = 'rr.q' ORDER BY run_id DESC LIMIT 1;
+RESET ROLE;
+SELECT archive_cluster_unregister('rr.q');
+DROP TABLE q;
+REVOKE USAGE ON SCHEMA rr FROM rr_reader;
+DROP ROLE rr_reader;
+
 SELECT archive_cluster_unregister('rr.p');
 DROP SCHEMA rr CASCADE;
