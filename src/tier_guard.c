@@ -80,6 +80,9 @@
 
 PG_FUNCTION_INFO_V1(archive_cluster_guard_handler);
 
+/* a noted row keeps the guard's columns if they are this many at most */
+#define AC_GUARD_KEEP_COLS 4
+
 /* A row that reached a guard, to be checked. */
 typedef struct AcGuardRow
 {
@@ -91,6 +94,11 @@ typedef struct AcGuardRow
 	Oid			userid;			/* who wrote it, as the executor then ran */
 	int			sec_context;
 	bool		upsert;			/* by INSERT ... ON CONFLICT */
+	/* the guard's columns of the row, if kept (by-value, at most 4) */
+	int			ncols;			/* 0: not kept */
+	AttrNumber	cols[AC_GUARD_KEEP_COLS];
+	Datum		values[AC_GUARD_KEEP_COLS];
+	bool		isnull[AC_GUARD_KEEP_COLS];
 } AcGuardRow;
 
 static AcGuardRow *ac_rows = NULL;	/* in TopMemoryContext */
@@ -182,7 +190,9 @@ ac_guard_check(const AcGuardRow *row, Relation heap)
 	{
 		Relation	rel = heap ? heap : try_table_open(row->relid, AccessShareLock);
 
-		if (rel != NULL && ac_rel_number(rel) == row->filenumber)
+		if (rel != NULL && ac_rel_number(rel) == row->filenumber &&
+			!(row->ncols > 0 &&
+			  ac_unique_row_beyond(rel, row->cols, row->ncols, row->values, row->isnull)))
 		{
 			HeapTupleData tuple;
 			HeapTuple	copy = NULL;
@@ -250,6 +260,31 @@ ac_guard_flush(int level)
 /* ---- the access method ---- */
 
 /*
+ * Keep the guard's columns of a row to be noted in row, when there are few
+ * and passed by value: once the row is complete, they may show that its
+ * keys need no look-up (ac_unique_row_beyond), and it is not read again.
+ */
+static void
+ac_guard_keep_columns(Relation index, Datum *values, bool *isnull, AcGuardRow *row)
+{
+	int			ncols = index->rd_index->indnatts;
+	int			i;
+
+	if (ncols > AC_GUARD_KEEP_COLS)
+		return;
+	for (i = 0; i < ncols; i++)
+		if (!TupleDescAttr(RelationGetDescr(index), i)->attbyval)
+			return;
+	for (i = 0; i < ncols; i++)
+	{
+		row->cols[i] = index->rd_index->indkey.values[i];
+		row->values[i] = values[i];
+		row->isnull[i] = isnull[i];
+	}
+	row->ncols = ncols;
+}
+
+/*
  * Is the row version at tid of heap being inserted speculatively, by
  * INSERT ... ON CONFLICT (the executor completes it after its index
  * entries)?
@@ -310,6 +345,9 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 		row.upsert = true;
 		ac_unique_upsert_taken();
 	}
+	row.ncols = 0;
+	if (action == AC_GUARD_NOTE)
+		ac_guard_keep_columns(index, values, isnull, &row);
 	if (action == AC_GUARD_CHECK)
 		ac_guard_check(&row, heap);
 	else

@@ -695,34 +695,24 @@ ac_lock_other(AcUniqueEntry *e)
 }
 
 /*
- * What guard index "guard" of tier rel does with a row that reaches it,
- * values and isnull being the guard's columns of the row.  The executor
- * inserts a row's index entries in the order of the indexes' OIDs: if
- * those of the tier's unique indexes come after the guard's, the row is
- * noted, to be checked once complete.  Else it is checked now, unless the
- * check can be skipped: the key of each unique index is made of the
- * guard's columns and is beyond the archive's keys (key_range.c: read now,
- * after the row's own entries are in) or has a NULL that matches nothing.
- * That is the usual row of <t>, with an identity or time-ordered key,
- * which the check then need not read again.
+ * Are the keys of a row written to tier rel, given as the values of columns
+ * cols[0..ncols-1] of the row, all beyond the archive's keys (key_range.c:
+ * read now, after the row's own entries are in) or with a NULL that matches
+ * nothing?  Then the row needs no look-up.  False when that cannot be told
+ * from those columns (a key with an expression, a predicate or another
+ * column; a unique index without counterpart: checked, and refused).
  */
-AcGuardAction
-ac_unique_guard_action(Relation rel, Relation guard, Datum *values, bool *isnull)
+static bool
+ac_unique_keys_beyond(AcUniqueEntry *e, const AttrNumber *cols, int ncols,
+					  const Datum *values, const bool *isnull)
 {
-	AcUniqueEntry *e = ac_unique_entry_get(rel);
-	int2vector *cols = &guard->rd_index->indkey;
-	int			ncols = guard->rd_index->indnatts;
 	uint64		fill;
 	int			npairs;
 	AcUniquePair *pairs;
 	int			i;
 
-	if (!OidIsValid(e->parent))
-		return AC_GUARD_SKIP;	/* not a tier of a table in table mode */
-	if (e->last_unique >= RelationGetRelid(guard))
-		return AC_GUARD_NOTE;
 	if (OidIsValid(e->missing))
-		return AC_GUARD_CHECK;	/* which fails */
+		return false;
 
 	/* the entry as it is now: a comparison (user code) may fill it again */
 	fill = e->fill;
@@ -737,26 +727,65 @@ ac_unique_guard_action(Relation rel, Relation guard, Datum *values, bool *isnull
 		int			k;
 
 		if (!p->simple || p->range == NULL)
-			return AC_GUARD_CHECK;
+			return false;
 		for (k = 0; k < p->nkeys; k++)
 		{
 			int			c = 0;
 
-			while (c < ncols && cols->values[c] != p->attnos[k])
+			while (c < ncols && cols[c] != p->attnos[k])
 				c++;
 			if (c == ncols)
-				return AC_GUARD_CHECK;	/* not given: read from the row */
+				return false;	/* not given: read from the row */
 			keyvalues[k] = values[c];
 			keynull[k] = isnull[c];
 			anynull |= isnull[c];
 		}
 		if (!(anynull && !p->nulls_equal) &&
 			!ac_key_range_beyond(p->range, keyvalues, keynull))
-			return AC_GUARD_CHECK;
+			return false;
 	}
-	if (!e->valid || e->fill != fill)
-		return AC_GUARD_CHECK;	/* changed meanwhile: check the row */
-	return AC_GUARD_SKIP;
+	return e->valid && e->fill == fill;	/* else changed meanwhile: check */
+}
+
+/*
+ * What guard index "guard" of tier rel does with a row that reaches it,
+ * values and isnull being the guard's columns of the row.  The executor
+ * inserts a row's index entries in the order of the indexes' OIDs: if
+ * those of the tier's unique indexes come after the guard's (a unique index
+ * created, or rebuilt by REINDEX CONCURRENTLY, after registration), the row
+ * is noted, to be checked once complete (ac_unique_row_beyond() may then
+ * tell from the same values that it needs no look-up).  Else it is checked
+ * now, unless its keys are all beyond the archive's (ac_unique_keys_beyond):
+ * the usual row of <t>, with an identity or time-ordered key, which the
+ * check then need not read again.
+ */
+AcGuardAction
+ac_unique_guard_action(Relation rel, Relation guard, Datum *values, bool *isnull)
+{
+	AcUniqueEntry *e = ac_unique_entry_get(rel);
+
+	if (!OidIsValid(e->parent))
+		return AC_GUARD_SKIP;	/* not a tier of a table in table mode */
+	if (e->last_unique >= RelationGetRelid(guard))
+		return AC_GUARD_NOTE;
+	if (ac_unique_keys_beyond(e, guard->rd_index->indkey.values, guard->rd_index->indnatts,
+							  values, isnull))
+		return AC_GUARD_SKIP;
+	return AC_GUARD_CHECK;
+}
+
+/*
+ * A row noted by its guard (AC_GUARD_NOTE), now complete: are its keys, given
+ * as the values of its columns cols, all beyond the archive's?  Then it
+ * needs no check, nor to be read again.
+ */
+bool
+ac_unique_row_beyond(Relation rel, const AttrNumber *cols, int ncols,
+					 const Datum *values, const bool *isnull)
+{
+	AcUniqueEntry *e = ac_unique_entry_get(rel);
+
+	return OidIsValid(e->parent) && ac_unique_keys_beyond(e, cols, ncols, values, isnull);
 }
 
 /*
