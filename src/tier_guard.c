@@ -188,11 +188,13 @@ ac_guard_check(const AcGuardRow *row, Relation heap)
 	ac_checking++;
 	PG_TRY();
 	{
-		Relation	rel = heap ? heap : try_table_open(row->relid, AccessShareLock);
+		Relation	rel = NULL;
 
-		if (rel != NULL && ac_rel_number(rel) == row->filenumber &&
-			!(row->ncols > 0 &&
-			  ac_unique_row_beyond(rel, row->cols, row->ncols, row->values, row->isnull)))
+		/* a complete row whose keys need no look-up: not even opened */
+		if (row->ncols == 0 ||
+			!ac_unique_row_beyond(row->relid, row->cols, row->ncols, row->values, row->isnull))
+			rel = heap ? heap : try_table_open(row->relid, AccessShareLock);
+		if (rel != NULL && ac_rel_number(rel) == row->filenumber)
 		{
 			HeapTupleData tuple;
 			HeapTuple	copy = NULL;

@@ -775,17 +775,23 @@ ac_unique_guard_action(Relation rel, Relation guard, Datum *values, bool *isnull
 }
 
 /*
- * A row noted by its guard (AC_GUARD_NOTE), now complete: are its keys, given
- * as the values of its columns cols, all beyond the archive's?  Then it
- * needs no check, nor to be read again.
+ * A row noted by its guard (AC_GUARD_NOTE) in tier relid, now complete: are
+ * its keys, given as the values of its columns cols, all beyond the
+ * archive's?  Then it needs no check, nor to be read again.  False when the
+ * tier's entry is not at hand (the full check then fills it).
  */
 bool
-ac_unique_row_beyond(Relation rel, const AttrNumber *cols, int ncols,
+ac_unique_row_beyond(Oid relid, const AttrNumber *cols, int ncols,
 					 const Datum *values, const bool *isnull)
 {
-	AcUniqueEntry *e = ac_unique_entry_get(rel);
+	AcUniqueEntry *e;
 
-	return OidIsValid(e->parent) && ac_unique_keys_beyond(e, cols, ncols, values, isnull);
+	/* the entry as the guard left it: not filled again here (no lock held) */
+	if (ac_unique_cache == NULL)
+		return false;
+	e = hash_search(ac_unique_cache, &relid, HASH_FIND, NULL);
+	return e != NULL && e->valid && OidIsValid(e->parent) &&
+		ac_unique_keys_beyond(e, cols, ncols, values, isnull);
 }
 
 /*

@@ -25,7 +25,7 @@ typedef enum AcGuardAction
 
 extern AcGuardAction ac_unique_guard_action(Relation rel, Relation guard, Datum *values,
 											bool *isnull);
-extern bool ac_unique_row_beyond(Relation rel, const AttrNumber *cols, int ncols,
+extern bool ac_unique_row_beyond(Oid relid, const AttrNumber *cols, int ncols,
 								 const Datum *values, const bool *isnull);
 extern bool ac_unique_holds_across(Relation rel, Oid indexid, Oid other);
 
