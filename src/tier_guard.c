@@ -55,6 +55,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
@@ -108,6 +109,7 @@ static int	ac_level = 0;		/* statements running, nested */
 static int	ac_checking = 0;	/* checks running, nested */
 static MemoryContext ac_check_cxt = NULL;
 
+static ExecutorStart_hook_type prev_executor_start = NULL;
 static ExecutorRun_hook_type prev_executor_run = NULL;
 static ExecutorFinish_hook_type prev_executor_finish = NULL;
 static ProcessUtility_hook_type prev_process_utility = NULL;
@@ -475,6 +477,59 @@ archive_cluster_guard_handler(PG_FUNCTION_ARGS)
 
 /* ---- where rows are checked: statement ends, commit ---- */
 
+/*
+ * Before a statement writes to a tier: <t> locked first (a write to the
+ * archive; ac_unique_lock_parent).  A tier is a table with a guard among
+ * the indexes the executor opened for it.
+ */
+static void
+ac_guard_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	CmdType		cmd = queryDesc->plannedstmt->commandType;
+	Oid			am;
+	ListCell   *lc;
+
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if ((cmd == CMD_SELECT && !queryDesc->plannedstmt->hasModifyingCTE) || cmd == CMD_DELETE ||
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 ||
+		queryDesc->estate->es_opened_result_relations == NIL ||
+		!OidIsValid(am = ac_guard_am()))
+		return;
+	foreach(lc, queryDesc->estate->es_opened_result_relations)
+	{
+		Relation	rel = ((ResultRelInfo *) lfirst(lc))->ri_RelationDesc;
+		List	   *indexes = RelationGetIndexList(rel);
+		ListCell   *ilc;
+
+		foreach(ilc, indexes)
+			if (ac_is_guard(lfirst_oid(ilc), am))
+			{
+				ac_unique_lock_parent(rel);
+				break;
+			}
+		list_free(indexes);
+	}
+}
+
+/* COPY FROM into the archive of a table in table mode: <t> locked first. */
+static void
+ac_guard_copy_lock_order(Node *stmt)
+{
+	CopyStmt   *copy = (CopyStmt *) stmt;
+	Oid			relid;
+
+	if (!IsA(stmt, CopyStmt) || !copy->is_from || copy->relation == NULL ||
+		!OidIsValid(ac_guard_am()))
+		return;
+	relid = RangeVarGetRelid(copy->relation, NoLock, true);
+	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_RELATION &&
+		has_superclass(relid))
+		ac_unique_lock_parent_of(relid);
+}
+
 static void
 ac_guard_executor_run(AC_EXECUTOR_RUN_PARAMS)
 {
@@ -550,6 +605,7 @@ ac_guard_process_utility(PlannedStmt *pstmt, const char *queryString,
 						 DestReceiver *dest, QueryCompletion *qc)
 {
 	ac_guard_refuse_concurrent_drop(pstmt->utilityStmt);
+	ac_guard_copy_lock_order(pstmt->utilityStmt);
 	ac_level++;
 	PG_TRY();
 	{
@@ -614,6 +670,8 @@ ac_guard_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 ac_guard_install(void)
 {
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = ac_guard_executor_start;
 	prev_executor_run = ExecutorRun_hook;
 	ExecutorRun_hook = ac_guard_executor_run;
 	prev_executor_finish = ExecutorFinish_hook;

@@ -44,6 +44,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -906,4 +907,35 @@ ac_unique_check_tuple(Relation rel, HeapTuple tuple, bool upsert)
 	}
 	else
 		ac_check_tuple_slot(e, need, tuple, keys, nkeys, upsert);
+}
+
+/*
+ * A statement is about to write to tier rel (ExecutorStart): for the
+ * archive, lock <t> now, as its rows' checks will, before any row.  <t>
+ * is then locked before the archive as far as it can be: ALTER TABLE <t>
+ * locks <t>, then its child, and a writer of the archive waiting for <t>
+ * at its first row, holding the archive, would deadlock with it.  (The
+ * archive's own lock is taken by the statement's parse analysis, before
+ * any hook; only an ALTER TABLE that comes in between can still meet it.)
+ */
+void
+ac_unique_lock_parent(Relation rel)
+{
+	AcUniqueEntry *e = ac_unique_entry_get(rel);
+
+	if (OidIsValid(e->parent) && e->relid != e->parent)
+		ac_lock_other(e);
+}
+
+/*
+ * COPY FROM into relid, before it opens the table: <t> first if relid is
+ * the archive of a table in table mode.
+ */
+void
+ac_unique_lock_parent_of(Oid relid)
+{
+	AcTableConfig cfg;
+
+	if (ac_tier_config(relid, &cfg) && relid == cfg.archive)
+		LockRelationOid(cfg.relation, AccessShareLock);
 }

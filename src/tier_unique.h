@@ -28,5 +28,7 @@ extern AcGuardAction ac_unique_guard_action(Relation rel, Relation guard, Datum 
 extern bool ac_unique_row_beyond(Oid relid, const AttrNumber *cols, int ncols,
 								 const Datum *values, const bool *isnull);
 extern bool ac_unique_holds_across(Relation rel, Oid indexid, Oid other);
+extern void ac_unique_lock_parent(Relation rel);
+extern void ac_unique_lock_parent_of(Oid relid);
 
 #endif							/* ARCHIVE_CLUSTER_TIER_UNIQUE_H */
