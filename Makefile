@@ -13,6 +13,7 @@ OBJS = \
 	src/config.o \
 	src/constraints.o \
 	src/guc.o \
+	src/index_fill.o \
 	src/key_probe.o \
 	src/key_range.o \
 	src/key_sample.o \

@@ -465,6 +465,18 @@ REVOKE ALL ON FUNCTION archive_cluster_buffers(regclass) FROM PUBLIC;
 REVOKE ALL ON archive_cluster_fragmentation, archive_cluster_buffers FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION archive_cluster_fragmentation(regclass, name, integer, bigint) TO pg_stat_scan_tables;
 GRANT SELECT ON archive_cluster_fragmentation TO pg_stat_scan_tables;
+
+/*
+ * How full the leaf pages of a btree index are (used over usable space, as
+ * pgstatindex's avg_leaf_density; deleted pages count as empty), from a
+ * sample of its pages.  A fresh build fills them to 0.9.
+ */
+CREATE FUNCTION archive_cluster_index_fill(index regclass, sample_pages integer DEFAULT 200)
+RETURNS double precision
+AS 'MODULE_PATHNAME', 'archive_cluster_index_fill'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION archive_cluster_index_fill(regclass, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION archive_cluster_index_fill(regclass, integer) TO pg_stat_scan_tables;
 GRANT EXECUTE ON FUNCTION archive_cluster_buffers(regclass) TO pg_monitor;
 GRANT SELECT ON archive_cluster_buffers TO pg_monitor;
 

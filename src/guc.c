@@ -28,6 +28,9 @@ int			archive_cluster_max_workers = 2;
 /* archive_cluster.worker_time_slice: seconds a worker serves one database at most */
 int			archive_cluster_worker_time_slice = 60;
 
+/* archive_cluster.index_rebuild_fill: the worker rebuilds an archive's index less full than this */
+double		archive_cluster_index_rebuild_fill = 0.7;
+
 /* archive_cluster.job_timeout: seconds a worker's job on one table may take, 0: no limit */
 int			archive_cluster_job_timeout = 1800;
 
@@ -291,6 +294,16 @@ ac_define_gucs(void)
 							 &archive_cluster_compaction_threshold,
 							 0.1, 0.0, 1.0,
 							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("archive_cluster.index_rebuild_fill",
+							 "Fill of an archive index's leaf pages below which the background worker "
+							 "rebuilds it after a compaction.",
+							 "Measured on a sample of its pages (archive_cluster_index_fill()); a fresh "
+							 "build fills them to 0.9.  The rebuild is REINDEX INDEX CONCURRENTLY.  0: never.",
+							 &archive_cluster_index_rebuild_fill,
+							 0.7, 0.0, 0.9,
+							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("archive_cluster.compaction_max_wal_rate",

@@ -17,6 +17,7 @@ extern char *archive_cluster_databases;
 extern int	archive_cluster_max_workers;
 extern int	archive_cluster_worker_time_slice;
 extern int	archive_cluster_job_timeout;
+extern double archive_cluster_index_rebuild_fill;
 extern int	archive_cluster_extension_recheck_interval;
 extern int	archive_cluster_max_databases;
 extern int	archive_cluster_max_batch_rows;

@@ -54,7 +54,8 @@ typedef enum AcActivity
 	AC_ACT_CHECKING,
 	AC_ACT_ARCHIVING,
 	AC_ACT_COMPACTING,
-	AC_ACT_VACUUMING
+	AC_ACT_VACUUMING,
+	AC_ACT_REBUILDING
 } AcActivity;
 
 /* One worker of the pool. */

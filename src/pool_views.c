@@ -28,7 +28,8 @@ static const char *const ac_activity_names[] = {
 	[AC_ACT_CHECKING] = "checking",
 	[AC_ACT_ARCHIVING] = "archiving",
 	[AC_ACT_COMPACTING] = "compacting",
-	[AC_ACT_VACUUMING] = "vacuuming"
+	[AC_ACT_VACUUMING] = "vacuuming",
+	[AC_ACT_REBUILDING] = "rebuilding an index"
 };
 
 static const char *const ac_db_state_names[] = {

@@ -25,7 +25,13 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "commands/defrem.h"
+#include "commands/tablecmds.h"
 #include "commands/extension.h"
 #include "commands/vacuum.h"
 #include "executor/spi.h"
@@ -35,12 +41,15 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
@@ -48,6 +57,7 @@
 #include "archive_cluster.h"
 #include "compact.h"
 #include "guc.h"
+#include "index_fill.h"
 #include "pool.h"
 #include "replication.h"
 #include "threshold.h"
@@ -324,6 +334,287 @@ ac_worker_set_limits(void)
 	SetConfigOption("max_parallel_maintenance_workers", "0", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
+/* an index smaller than this is not worth a rebuild (1 MB) */
+#define AC_REBUILD_MIN_PAGES 128
+
+/*
+ * The btree indexes of an archive (just compacted and vacuumed) whose leaf
+ * pages are less full than archive_cluster.index_rebuild_fill (index_fill.c),
+ * in the cycle's memory; none while the archive has an index that is not
+ * valid (one being built by someone, or left by a failed build).
+ */
+static List *
+ac_worker_sparse_indexes(Oid archive)
+{
+	List	   *sparse = NIL;
+
+	PG_TRY();
+	{
+		Relation	rel;
+
+		ac_begin("archive_cluster: measuring an archive's indexes");
+		rel = try_table_open(archive, AccessShareLock);
+		if (rel != NULL)
+		{
+			List	   *indexes = RelationGetIndexList(rel);
+			ListCell   *lc;
+			bool		building = false;
+
+			foreach(lc, indexes)
+			{
+				Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+
+				if (!index->rd_index->indisvalid)
+					building = true;
+				else if (index->rd_rel->relam == BTREE_AM_OID &&
+						 RelationGetNumberOfBlocks(index) >= AC_REBUILD_MIN_PAGES &&
+						 ac_index_leaf_fill(index, AC_FILL_SAMPLE_PAGES) <
+						 archive_cluster_index_rebuild_fill)
+				{
+					MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
+
+					sparse = lappend_oid(sparse, lfirst_oid(lc));
+					MemoryContextSwitchTo(old);
+				}
+				index_close(index, AccessShareLock);
+			}
+			if (building)
+				sparse = NIL;
+			table_close(rel, AccessShareLock);
+		}
+		ac_commit();
+	}
+	PG_CATCH();
+	{
+		ac_log_error_and_abort();
+		sparse = NIL;
+	}
+	PG_END_TRY();
+	return sparse;
+}
+
+/*
+ * Run a utility statement that commits transactions of its own (REINDEX
+ * CONCURRENTLY, DROP INDEX CONCURRENTLY) as a top-level statement: in a
+ * transaction with a snapshot, its memory (and PortalContext) in the
+ * worker's own context, as ac_worker_vacuum() does for VACUUM.  Waits for
+ * locks and old snapshots without lock_timeout: archive_cluster.job_timeout
+ * bounds it.
+ */
+static void
+ac_worker_concurrent_utility(Node *stmt)
+{
+	int			save_lock_timeout = LockTimeout;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	MemoryContextSwitchTo(ac_vacuum_cxt);
+	PortalContext = ac_vacuum_cxt;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	LockTimeout = 0;
+	PG_TRY();
+	{
+		if (IsA(stmt, ReindexStmt))
+			ExecReindex(make_parsestate(NULL), (ReindexStmt *) stmt, true);
+		else
+			RemoveRelations((DropStmt *) stmt);
+	}
+	PG_FINALLY();
+	{
+		LockTimeout = save_lock_timeout;
+	}
+	PG_END_TRY();
+	if (ActiveSnapshotSet())
+		PopActiveSnapshot();
+	CommitTransactionCommand();
+	PortalContext = NULL;
+	MemoryContextSwitchTo(TopMemoryContext);
+	MemoryContextReset(ac_vacuum_cxt);
+}
+
+/* The qualified name of relation relid as a list of Strings, or NIL if gone. */
+static List *
+ac_worker_name_list(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+	char	   *nspname = get_namespace_name(get_rel_namespace(relid));
+
+	if (relname == NULL || nspname == NULL)
+		return NIL;
+	return list_make2(makeString(nspname), makeString(relname));
+}
+
+/*
+ * After a failed rebuild: drop the invalid index that REINDEX CONCURRENTLY
+ * left on the archive (an index that was not there before, "before" being
+ * the archive's indexes then), with DROP INDEX CONCURRENTLY.
+ */
+static void
+ac_worker_drop_leftover(Oid archive, List *before)
+{
+	List	   *leftovers = NIL;
+	ListCell   *lc;
+
+	PG_TRY();
+	{
+		Relation	rel;
+
+		ac_begin("archive_cluster: looking for an index a rebuild left");
+		rel = try_table_open(archive, AccessShareLock);
+		if (rel != NULL)
+		{
+			List	   *indexes = RelationGetIndexList(rel);
+
+			foreach(lc, indexes)
+			{
+				Oid			indexoid = lfirst_oid(lc);
+				Relation	index;
+
+				if (list_member_oid(before, indexoid))
+					continue;
+				index = index_open(indexoid, AccessShareLock);
+				if (!index->rd_index->indisvalid)
+				{
+					MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
+
+					leftovers = lappend(leftovers, copyObject(ac_worker_name_list(indexoid)));
+					MemoryContextSwitchTo(old);
+				}
+				index_close(index, AccessShareLock);
+			}
+			table_close(rel, AccessShareLock);
+		}
+		ac_commit();
+	}
+	PG_CATCH();
+	{
+		ac_log_error_and_abort();
+		return;
+	}
+	PG_END_TRY();
+
+	foreach(lc, leftovers)
+	{
+		List	   *name = lfirst(lc);
+
+		ac_job_begin();
+		PG_TRY();
+		{
+			DropStmt   *drop = makeNode(DropStmt);
+
+			drop->removeType = OBJECT_INDEX;
+			drop->objects = list_make1(name);
+			drop->behavior = DROP_RESTRICT;
+			drop->missing_ok = true;
+			drop->concurrent = true;
+			pgstat_report_activity(STATE_RUNNING, "archive_cluster: dropping an index a rebuild left");
+			ac_worker_concurrent_utility((Node *) drop);
+			ac_job_end();
+			ereport(LOG,
+					(errmsg("archive_cluster: dropped index \"%s\" that a failed rebuild left",
+							NameListToString(name))));
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(ac_cycle_cxt);
+			HOLD_INTERRUPTS();
+			edata = CopyErrorData();
+			FlushErrorState();
+			AbortOutOfAnyTransaction();
+			ac_job_end();
+			RESUME_INTERRUPTS();
+			MemoryContextSwitchTo(TopMemoryContext);
+			if (edata->hint == NULL)
+				edata->hint = psprintf("Drop the invalid index \"%s\" that a failed rebuild of an archive's index left.",
+									   NameListToString(name));
+			ac_report_caught(edata, WARNING, NameListToString(name));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		pgstat_report_activity(STATE_IDLE, NULL);
+	}
+}
+
+/*
+ * After a compaction of relation's archive and its VACUUM: rebuild the
+ * archive's btree indexes whose leaf pages the compaction left less full
+ * than archive_cluster.index_rebuild_fill, one at a time, with REINDEX INDEX
+ * CONCURRENTLY (writes and reads go on; it builds as the table's owner).
+ * Each rebuild is a job (archive_cluster.job_timeout); one that fails is
+ * logged, and the invalid index it left is dropped.
+ */
+static void
+ac_worker_rebuild_indexes(Oid relation, Oid archive, const char *relname)
+{
+	List	   *sparse;
+	ListCell   *lc;
+
+	if (archive_cluster_index_rebuild_fill <= 0 || ac_slice_over())
+		return;
+	sparse = ac_worker_sparse_indexes(archive);
+	foreach(lc, sparse)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		List	   *before = NIL;
+		List	   *name = NIL;
+		volatile bool failed = false;
+		TimestampTz started = GetCurrentTimestamp();
+
+		CHECK_FOR_INTERRUPTS();
+		ac_pool_worker_activity(AC_ACT_REBUILDING, relation);
+		ac_job_begin();
+		PG_TRY();
+		{
+			ReindexStmt *stmt;
+			Relation	rel;
+
+			ac_begin("archive_cluster: rebuilding an index");
+			rel = try_table_open(archive, AccessShareLock);
+			if (rel != NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
+
+				before = RelationGetIndexList(rel);
+				name = copyObject(ac_worker_name_list(indexoid));
+				MemoryContextSwitchTo(old);
+				table_close(rel, AccessShareLock);
+			}
+			ac_commit();
+			if (name != NIL)
+			{
+				stmt = makeNode(ReindexStmt);
+				stmt->kind = REINDEX_OBJECT_INDEX;
+				stmt->relation = makeRangeVarFromNameList(name);
+				stmt->params = list_make1(makeDefElem("concurrently", NULL, -1));
+				pgstat_report_activity(STATE_RUNNING, "archive_cluster: rebuilding an index");
+				ac_worker_concurrent_utility((Node *) stmt);
+			}
+			ac_job_end();
+		}
+		PG_CATCH();
+		{
+			ac_worker_caught(relation, AC_KIND_COMPACTION, started, relname);
+			failed = true;
+		}
+		PG_END_TRY();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		if (failed)
+		{
+			ac_worker_drop_leftover(archive, before);
+			break;
+		}
+		if (name != NIL)
+			ereport(LOG,
+					(errmsg("archive_cluster: rebuilt index \"%s\" of the archive of \"%s\": its leaf pages were less than %.0f%% full",
+							NameListToString(name), relname,
+							archive_cluster_index_rebuild_fill * 100)));
+		if (ac_slice_over())
+			break;
+	}
+}
+
 /*
  * A table whose tiers a subscription writes into is left alone (see
  * replication.c); archive_cluster_tables shows its subscriptions, so the
@@ -393,6 +684,7 @@ ac_worker_compact(Oid relation)
 						relname, (long long) res.rows, secs)));
 		ac_pool_worker_activity(AC_ACT_VACUUMING, relation);
 		ac_worker_vacuum(archive, "archive_cluster: vacuuming an archive");
+		ac_worker_rebuild_indexes(relation, archive, relname);
 	}
 }
 
