@@ -74,3 +74,23 @@ SELECT try($$SELECT * FROM archive_cluster_fragmentation('few', 'k')$$);
 SELECT try($$SELECT * FROM archive_cluster_buffers$$);
 RESET ROLE;
 REVOKE pg_monitor FROM ac_other;
+
+-- archive_cluster_index_fill() (issue 38, 7): a fresh build fills the leaf
+-- pages to the fillfactor; deleting every other row and vacuuming halves
+-- it; a fillfactor of 50 gives about 0.5; errors; not open to PUBLIC
+CREATE TABLE fillt (id int PRIMARY KEY, v int);
+INSERT INTO fillt SELECT g, g FROM generate_series(1, 100000) g;
+CREATE INDEX fillt_half ON fillt (v) WITH (fillfactor = 50);
+SELECT round(archive_cluster_index_fill('fillt_pkey')::numeric, 1) AS fresh,
+	   round(archive_cluster_index_fill('fillt_half')::numeric, 1) AS ff50;
+DELETE FROM fillt WHERE id % 2 = 0;
+VACUUM fillt;
+SELECT round(archive_cluster_index_fill('fillt_pkey', 1000000)::numeric, 1) AS half_deleted;
+SELECT try($$SELECT archive_cluster_index_fill('fillt')$$);
+CREATE INDEX fillt_hash ON fillt USING hash (v);
+SELECT try($$SELECT archive_cluster_index_fill('fillt_hash')$$);
+SELECT try($$SELECT archive_cluster_index_fill('fillt_pkey', 0)$$);
+SET ROLE ac_other;
+SELECT try($$SELECT archive_cluster_index_fill('fillt_pkey')$$);
+RESET ROLE;
+DROP TABLE fillt;

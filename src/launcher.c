@@ -288,6 +288,7 @@ ac_end_overdue_workers(TimestampTz now)
 	for (i = 0; i < ac_pool->nslots; i++)
 	{
 		AcWorkerSlot *s = &ac_pool->slots[i];
+		AcDatabaseEntry *db;
 		TimestampTz end;
 
 		if (s->state != AC_SLOT_RUNNING || s->pid == 0 || s->job_deadline == 0)
@@ -301,12 +302,21 @@ ac_end_overdue_workers(TimestampTz now)
 		}
 		if (s->ended)
 			continue;
+		db = ac_pool_find_database(s->dboid);
 		ereport(WARNING,
-				(errmsg("archive_cluster: ending the worker with PID %d: its job on table %u ran past archive_cluster.job_timeout",
-						(int) s->pid, s->relid),
-				 errdetail("The job was canceled at its timeout, and went on.")));
+				(errmsg("terminating archive_cluster worker with PID %d: its job ran past archive_cluster.job_timeout",
+						(int) s->pid),
+				 errdetail("The worker of database \"%s\" did not end its job on the table with OID %u within %d s of its timeout.",
+						   db != NULL ? NameStr(db->name) : "?", s->relid, AC_JOB_GRACE_MS / 1000)));
 		kill(s->pid, SIGTERM);
 		s->ended = true;
+		/* the next worker of the database records the table's failure */
+		if (db != NULL && OidIsValid(s->relid))
+		{
+			db->ended_relid = s->relid;
+			db->ended_activity = s->activity;
+			db->ended_at = now;
+		}
 	}
 	return next;
 }

@@ -239,7 +239,8 @@ ac_pool_worker_detach(int code, Datum arg)
 		{
 			db->last_ended = GetCurrentTimestamp();
 			db->slot = -1;
-			if (!db->reported)
+			/* ended by the launcher in a job: the table's failure, not the database's */
+			if (!db->reported && !s->ended)
 				db->failed_starts++;
 		}
 		ac_pool_free_slot(ac_my_slot);
@@ -328,6 +329,35 @@ ac_pool_worker_job(TimestampTz deadline)
 	if (s->generation == ac_my_generation && s->pid == MyProcPid)
 		s->job_deadline = deadline;
 	LWLockRelease(ac_pool->lock);
+}
+
+/*
+ * The job in which the launcher ended this database's previous worker
+ * (ac_end_overdue_workers), taken once: the new worker records it as that
+ * table's failure, since the ended one could not.
+ */
+bool
+ac_pool_worker_take_ended(Oid *relid, AcActivity *activity, TimestampTz *at)
+{
+	AcWorkerSlot *s = &ac_pool->slots[ac_my_slot];
+	bool		found = false;
+
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	if (s->generation == ac_my_generation && s->pid == MyProcPid)
+	{
+		AcDatabaseEntry *db = ac_pool_find_database(s->dboid);
+
+		if (db != NULL && OidIsValid(db->ended_relid))
+		{
+			*relid = db->ended_relid;
+			*activity = db->ended_activity;
+			*at = db->ended_at;
+			db->ended_relid = InvalidOid;
+			found = true;
+		}
+	}
+	LWLockRelease(ac_pool->lock);
+	return found;
 }
 
 /*

@@ -20,6 +20,17 @@ typedef enum AcDbState
 	AC_DB_ABSENT
 } AcDbState;
 
+/* What a worker is doing, for archive_cluster_workers. */
+typedef enum AcActivity
+{
+	AC_ACT_STARTING = 0,
+	AC_ACT_CHECKING,
+	AC_ACT_ARCHIVING,
+	AC_ACT_COMPACTING,
+	AC_ACT_VACUUMING,
+	AC_ACT_REBUILDING
+} AcActivity;
+
 /* One database the launcher serves. */
 typedef struct AcDatabaseEntry
 {
@@ -38,6 +49,10 @@ typedef struct AcDatabaseEntry
 	TimestampTz next_check;		/* AC_DB_ABSENT: when to look again */
 	TimestampTz hold_until;		/* start no worker here before this */
 	int64		worker_starts;
+	/* a worker the launcher ended in a job (ac_pool_worker_take_ended) */
+	Oid			ended_relid;	/* its table, InvalidOid: none to record */
+	AcActivity	ended_activity;	/* what it was doing */
+	TimestampTz ended_at;
 } AcDatabaseEntry;
 
 typedef enum AcSlotState
@@ -47,16 +62,6 @@ typedef enum AcSlotState
 	AC_SLOT_RUNNING
 } AcSlotState;
 
-/* What a worker is doing, for archive_cluster_workers. */
-typedef enum AcActivity
-{
-	AC_ACT_STARTING = 0,
-	AC_ACT_CHECKING,
-	AC_ACT_ARCHIVING,
-	AC_ACT_COMPACTING,
-	AC_ACT_VACUUMING,
-	AC_ACT_REBUILDING
-} AcActivity;
 
 /* One worker of the pool. */
 typedef struct AcWorkerSlot
@@ -98,6 +103,7 @@ extern void ac_pool_wake_launcher(void);
 extern Oid	ac_pool_worker_attach(int slot, uint32 generation, bool *stats_trusted);
 extern void ac_pool_worker_activity(AcActivity activity, Oid relid);
 extern void ac_pool_worker_job(TimestampTz deadline);
+extern bool ac_pool_worker_take_ended(Oid *relid, AcActivity *activity, TimestampTz *at);
 extern void ac_pool_worker_done(AcDbState found, bool more_work, bool looked_at_all);
 
 /* other sessions */

@@ -317,6 +317,7 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 {
 	AcGuardAction action;
 	AcGuardRow	row;
+	bool		upsert;
 
 	/*
 	 * Not under the replica role; nor for the rows that CREATE INDEX
@@ -327,6 +328,11 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 		return false;
 	/* the rows before this one at this level are complete */
 	ac_guard_flush(ac_level);
+
+	/* a row of INSERT ... ON CONFLICT, let through by its trigger: taken */
+	upsert = ac_unique_upsert_pending(heap) && ac_guard_speculative(heap, heap_tid);
+	if (upsert)
+		ac_unique_upsert_taken();
 
 	/*
 	 * Its entries in every unique index of the tier made already (the guard
@@ -343,12 +349,7 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 	row.level = ac_level;
 	row.subid = GetCurrentSubTransactionId();
 	GetUserIdAndSecContext(&row.userid, &row.sec_context);
-	row.upsert = false;
-	if (ac_unique_upsert_pending(heap) && ac_guard_speculative(heap, heap_tid))
-	{
-		row.upsert = true;
-		ac_unique_upsert_taken();
-	}
+	row.upsert = upsert;
 	row.ncols = 0;
 	if (action == AC_GUARD_NOTE)
 		ac_guard_keep_columns(index, values, isnull, &row);
@@ -638,6 +639,7 @@ ac_guard_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PREPARE:
 			ac_nrows = 0;
+			ac_unique_upsert_taken();	/* none pending past its transaction */
 			break;
 		default:
 			break;

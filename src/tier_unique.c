@@ -429,7 +429,7 @@ ac_upsert_moved(AcUniqueEntry *e, AcUniquePair *p, Datum *values, bool *isnull)
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not serialize access due to concurrent archiving"),
-			 key ? errdetail("The row with key %s was moved to \"%s\" while INSERT ... ON CONFLICT checked for it.",
+			 key ? errdetail("Key %s was written to \"%s\" by another transaction (an archive run) after INSERT ... ON CONFLICT looked for it.",
 							 key, get_rel_name(e->other)) : 0));
 }
 
@@ -519,9 +519,11 @@ ac_upsert_note_row(TriggerData *trigdata)
 
 	if (n > ac_upsert_maxarbiters)
 	{
+		Oid		   *arbiters = MemoryContextAlloc(TopMemoryContext, sizeof(Oid) * n);
+
 		if (ac_upsert_arbiters != NULL)
 			pfree(ac_upsert_arbiters);
-		ac_upsert_arbiters = MemoryContextAlloc(TopMemoryContext, sizeof(Oid) * n);
+		ac_upsert_arbiters = arbiters;
 		ac_upsert_maxarbiters = n;
 	}
 	for (i = 0; i < n; i++)

@@ -44,6 +44,7 @@
 #include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -85,8 +86,18 @@ ac_slice_over(void)
 	return GetCurrentTimestamp() >= ac_slice_end;
 }
 
+/* A job of the worker on a table, bounded by archive_cluster.job_timeout. */
+typedef enum AcJobKind
+{
+	AC_JOB_RUN,					/* a batch of a run */
+	AC_JOB_COMPACTION,
+	AC_JOB_REBUILD,				/* REINDEX INDEX CONCURRENTLY of an archive's index */
+	AC_JOB_DROP_LEFTOVER		/* DROP INDEX CONCURRENTLY of what a failed rebuild left */
+} AcJobKind;
+
 /* when the job in progress must be over (archive_cluster.job_timeout), 0: never */
 static TimestampTz ac_job_deadline = 0;
+static AcJobKind ac_job_kind = AC_JOB_RUN;
 
 /*
  * A job on a table (a batch of a run, a compaction) begins: it is canceled
@@ -98,8 +109,9 @@ static TimestampTz ac_job_deadline = 0;
  * still at it well after (one whose owner code caught the cancel, say).
  */
 static void
-ac_job_begin(void)
+ac_job_begin(AcJobKind kind)
 {
+	ac_job_kind = kind;
 	ac_job_deadline = 0;
 	if (archive_cluster_job_timeout > 0)
 	{
@@ -122,12 +134,38 @@ ac_job_end(void)
 	ac_pool_worker_job(0);
 }
 
-/* Was an error of the job the cancel of its timeout? */
-static bool
-ac_job_timed_out(ErrorData *edata)
+/*
+ * An error of the job that is the cancel of its timeout: said so, in the
+ * job's own words (SQLSTATE 57014 kept).
+ */
+static void
+ac_job_explain_timeout(ErrorData *edata, const char *relname)
 {
-	return edata->sqlerrcode == ERRCODE_QUERY_CANCELED && ac_job_deadline != 0 &&
-		GetCurrentTimestamp() >= ac_job_deadline;
+	if (edata->sqlerrcode != ERRCODE_QUERY_CANCELED || ac_job_deadline == 0 ||
+		GetCurrentTimestamp() < ac_job_deadline)
+		return;
+	switch (ac_job_kind)
+	{
+		case AC_JOB_RUN:
+			edata->message = psprintf(_("canceling the run of table \"%s\" due to archive_cluster.job_timeout"),
+									  relname);
+			break;
+		case AC_JOB_COMPACTION:
+			edata->message = psprintf(_("canceling the compaction of table \"%s\" due to archive_cluster.job_timeout"),
+									  relname);
+			break;
+		case AC_JOB_REBUILD:
+			edata->message = psprintf(_("canceling the rebuild of an archive index of table \"%s\" due to archive_cluster.job_timeout"),
+									  relname);
+			break;
+		case AC_JOB_DROP_LEFTOVER:
+			edata->message = psprintf(_("canceling the drop of index \"%s\" due to archive_cluster.job_timeout"),
+									  relname);
+			break;
+	}
+	edata->detail = psprintf(_("The job ran longer than archive_cluster.job_timeout (%d s)."),
+							 archive_cluster_job_timeout);
+	edata->hint = pstrdup(_("Look for slow code of the table's owner that the job runs (CHECK constraints, index expressions), or raise archive_cluster.job_timeout."));
 }
 
 static void
@@ -232,14 +270,7 @@ ac_worker_caught(Oid relation, const char *kind, TimestampTz started,
 	AbortOutOfAnyTransaction();
 	ac_job_end();
 	RESUME_INTERRUPTS();
-	if (ac_job_timed_out(edata))
-	{
-		edata->message = psprintf("canceling the %s of \"%s\" due to archive_cluster.job_timeout",
-								  strcmp(kind, AC_KIND_COMPACTION) == 0 ? "compaction" : "run",
-								  relname ? relname : "?");
-		edata->detail = psprintf("The job ran for more than %d s.", archive_cluster_job_timeout);
-		edata->hint = pstrdup("Look for slow code of the table's owner that a run or a compaction runs: CHECK constraints, index expressions; or raise archive_cluster.job_timeout.");
-	}
+	ac_job_explain_timeout(edata, relname ? relname : psprintf("%u", relation));
 	/* where a committed transaction leaves the worker */
 	MemoryContextSwitchTo(TopMemoryContext);
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
@@ -445,12 +476,15 @@ ac_worker_name_list(Oid relid)
 }
 
 /*
- * After a failed rebuild: drop the invalid index that REINDEX CONCURRENTLY
- * left on the archive (an index that was not there before, "before" being
- * the archive's indexes then), with DROP INDEX CONCURRENTLY.
+ * Drop the invalid indexes that a failed REINDEX CONCURRENTLY left on an
+ * archive (named "<index>_ccnew", "<index>_ccnew1", ...), a rebuild of the
+ * worker's or someone's, with DROP INDEX CONCURRENTLY: unless an index is
+ * being built on the archive now (someone holds its SHARE UPDATE EXCLUSIVE
+ * lock), when nothing is dropped.  Each drop is a job; one that fails is
+ * logged with a hint.
  */
 static void
-ac_worker_drop_leftover(Oid archive, List *before)
+ac_worker_drop_leftovers(Oid archive)
 {
 	List	   *leftovers = NIL;
 	ListCell   *lc;
@@ -459,28 +493,29 @@ ac_worker_drop_leftover(Oid archive, List *before)
 	{
 		Relation	rel;
 
-		ac_begin("archive_cluster: looking for an index a rebuild left");
+		ac_begin("archive_cluster: looking for indexes a failed rebuild left");
 		rel = try_table_open(archive, AccessShareLock);
 		if (rel != NULL)
 		{
 			List	   *indexes = RelationGetIndexList(rel);
 
-			foreach(lc, indexes)
+			if (ConditionalLockRelationOid(archive, ShareUpdateExclusiveLock))
 			{
-				Oid			indexoid = lfirst_oid(lc);
-				Relation	index;
-
-				if (list_member_oid(before, indexoid))
-					continue;
-				index = index_open(indexoid, AccessShareLock);
-				if (!index->rd_index->indisvalid)
+				foreach(lc, indexes)
 				{
-					MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
+					Oid			indexoid = lfirst_oid(lc);
+					Relation	index = index_open(indexoid, AccessShareLock);
 
-					leftovers = lappend(leftovers, copyObject(ac_worker_name_list(indexoid)));
-					MemoryContextSwitchTo(old);
+					if (!index->rd_index->indisvalid &&
+						strstr(RelationGetRelationName(index), "_ccnew") != NULL)
+					{
+						MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
+
+						leftovers = lappend(leftovers, copyObject(ac_worker_name_list(indexoid)));
+						MemoryContextSwitchTo(old);
+					}
+					index_close(index, AccessShareLock);
 				}
-				index_close(index, AccessShareLock);
 			}
 			table_close(rel, AccessShareLock);
 		}
@@ -496,8 +531,9 @@ ac_worker_drop_leftover(Oid archive, List *before)
 	foreach(lc, leftovers)
 	{
 		List	   *name = lfirst(lc);
+		char	   *qualified = NameListToString(name);
 
-		ac_job_begin();
+		ac_job_begin(AC_JOB_DROP_LEFTOVER);
 		PG_TRY();
 		{
 			DropStmt   *drop = makeNode(DropStmt);
@@ -507,12 +543,12 @@ ac_worker_drop_leftover(Oid archive, List *before)
 			drop->behavior = DROP_RESTRICT;
 			drop->missing_ok = true;
 			drop->concurrent = true;
-			pgstat_report_activity(STATE_RUNNING, "archive_cluster: dropping an index a rebuild left");
+			pgstat_report_activity(STATE_RUNNING, "archive_cluster: dropping an index a failed rebuild left");
 			ac_worker_concurrent_utility((Node *) drop);
 			ac_job_end();
 			ereport(LOG,
 					(errmsg("archive_cluster: dropped index \"%s\" that a failed rebuild left",
-							NameListToString(name))));
+							qualified)));
 		}
 		PG_CATCH();
 		{
@@ -526,10 +562,11 @@ ac_worker_drop_leftover(Oid archive, List *before)
 			ac_job_end();
 			RESUME_INTERRUPTS();
 			MemoryContextSwitchTo(TopMemoryContext);
+			ac_job_explain_timeout(edata, qualified);
 			if (edata->hint == NULL)
-				edata->hint = psprintf("Drop the invalid index \"%s\" that a failed rebuild of an archive's index left.",
-									   NameListToString(name));
-			ac_report_caught(edata, WARNING, NameListToString(name));
+				edata->hint = psprintf(_("Drop the invalid index \"%s\" that a failed rebuild of an archive's index left."),
+									   qualified);
+			ac_report_caught(edata, WARNING, qualified);
 			FreeErrorData(edata);
 		}
 		PG_END_TRY();
@@ -553,18 +590,18 @@ ac_worker_rebuild_indexes(Oid relation, Oid archive, const char *relname)
 
 	if (archive_cluster_index_rebuild_fill <= 0 || ac_slice_over())
 		return;
+	ac_worker_drop_leftovers(archive);
 	sparse = ac_worker_sparse_indexes(archive);
 	foreach(lc, sparse)
 	{
 		Oid			indexoid = lfirst_oid(lc);
-		List	   *before = NIL;
 		List	   *name = NIL;
 		volatile bool failed = false;
 		TimestampTz started = GetCurrentTimestamp();
 
 		CHECK_FOR_INTERRUPTS();
 		ac_pool_worker_activity(AC_ACT_REBUILDING, relation);
-		ac_job_begin();
+		ac_job_begin(AC_JOB_REBUILD);
 		PG_TRY();
 		{
 			ReindexStmt *stmt;
@@ -576,7 +613,6 @@ ac_worker_rebuild_indexes(Oid relation, Oid archive, const char *relname)
 			{
 				MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
 
-				before = RelationGetIndexList(rel);
 				name = copyObject(ac_worker_name_list(indexoid));
 				MemoryContextSwitchTo(old);
 				table_close(rel, AccessShareLock);
@@ -602,7 +638,7 @@ ac_worker_rebuild_indexes(Oid relation, Oid archive, const char *relname)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (failed)
 		{
-			ac_worker_drop_leftover(archive, before);
+			ac_worker_drop_leftovers(archive);
 			break;
 		}
 		if (name != NIL)
@@ -647,7 +683,7 @@ ac_worker_compact(Oid relation)
 	AcRunResult res;
 
 	res.rows = 0;
-	ac_job_begin();
+	ac_job_begin(AC_JOB_COMPACTION);
 	PG_TRY();
 	{
 		AcTableConfig cfg;
@@ -719,7 +755,7 @@ ac_worker_table(Oid relation, bool *looked)
 		CHECK_FOR_INTERRUPTS();
 		res.batches = 0;
 		res.more = false;
-		ac_job_begin();
+		ac_job_begin(AC_JOB_RUN);
 		PG_TRY();
 		{
 			AcTableConfig cfg;
@@ -803,6 +839,26 @@ ac_worker_table(Oid relation, bool *looked)
 }
 
 /*
+ * The launcher ended this database's previous worker in a job on a table
+ * (its job ran past archive_cluster.job_timeout and did not end at its
+ * cancel): record it as that table's failure, which the ended worker could
+ * not, so that the table waits for its backoff and the next pass does not
+ * get stuck in it again.
+ */
+static void
+ac_worker_record_ended(void)
+{
+	Oid			relid;
+	AcActivity	activity;
+	TimestampTz at;
+
+	if (!ac_pool_worker_take_ended(&relid, &activity, &at))
+		return;
+	ac_worker_record_error(relid, activity == AC_ACT_ARCHIVING ? AC_KIND_ARCHIVE : AC_KIND_COMPACTION,
+						   at, _("terminating archive_cluster worker: its job ran past archive_cluster.job_timeout"));
+}
+
+/*
  * One pass over the registered tables of the database, then tell the pool
  * what was found: the extension missing, or work left for another turn.
  */
@@ -815,6 +871,7 @@ ac_worker_pass(void)
 	List	   *relations;
 	ListCell   *lc;
 
+	ac_worker_record_ended();
 	relations = ac_worker_relations(&installed);
 	if (!installed)
 	{

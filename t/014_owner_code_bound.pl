@@ -123,12 +123,12 @@ cmp_ok($took, '<', 60,
 ok( $node->poll_query_until(
 		'ev1', q{
 SELECT count(*) > 0 FROM archive_cluster_runs
-WHERE error LIKE 'canceling the run of "t" due to archive_cluster.job_timeout'}),
+WHERE error LIKE 'canceling the run of table "t" due to archive_cluster.job_timeout'}),
 	'ev1: the run canceled at archive_cluster.job_timeout is in the run history');
 is($node->safe_psql('ev1', 'SELECT count(*) FROM ONLY ev.t_current'),
 	'5', 'ev1: the rows are still in the current tier');
 ok( $node->wait_for_log(
-		qr/canceling the run of "t" due to archive_cluster\.job_timeout.*\n.*DETAIL:  The job ran for more than $job_timeout s\./,
+		qr/canceling the run of table "t" due to archive_cluster\.job_timeout.*\n.*DETAIL:  The job ran longer than archive_cluster\.job_timeout \($job_timeout s\)\./,
 		$log_offset),
 	'ev1: the cancel is logged with its detail');
 
@@ -136,9 +136,16 @@ ok( $node->wait_for_log(
 ok($node->wait_for_log(qr/ev\.slow\(\) caught the cancel/, $log_offset),
 	'ev2: slow() caught the cancel of the job');
 ok( $node->wait_for_log(
-		qr/WARNING:  archive_cluster: ending the worker with PID \d+: its job on table \d+ ran past archive_cluster\.job_timeout/,
+		qr/WARNING:  terminating archive_cluster worker with PID \d+: its job ran past archive_cluster\.job_timeout/,
 		$log_offset),
 	'ev2: the launcher ends the worker still at its job');
+# the next worker of ev2 records it as the table's failure: the table waits
+# for its backoff instead of holding every pass of its database
+ok( $node->poll_query_until(
+		'ev2', q{
+SELECT count(*) > 0 FROM archive_cluster_runs
+WHERE error = 'terminating archive_cluster worker: its job ran past archive_cluster.job_timeout'}),
+	'ev2: the ended job is recorded in the run history as the table\'s failure');
 
 # no worker is left in ev's batches for good: ev2's worker has gone
 my $ev2_pid = $node->safe_psql('ev1',
