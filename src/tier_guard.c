@@ -69,6 +69,8 @@
 #include "optimizer/cost.h"
 #include "storage/bufmgr.h"
 #include "tcop/utility.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -478,40 +480,94 @@ archive_cluster_guard_handler(PG_FUNCTION_ARGS)
 
 /* ---- where rows are checked: statement ends, commit ---- */
 
+/* Has a relation a guard index?  Remembered until its relcache entry goes. */
+typedef struct AcGuardedRel
+{
+	Oid			relid;			/* hash key */
+	bool		guarded;
+} AcGuardedRel;
+
+static HTAB *ac_guarded_rels = NULL;
+
+static void
+ac_guarded_rels_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	AcGuardedRel *r;
+
+	if (OidIsValid(relid))
+	{
+		(void) hash_search(ac_guarded_rels, &relid, HASH_REMOVE, NULL);
+		return;
+	}
+	hash_seq_init(&status, ac_guarded_rels);
+	while ((r = hash_seq_search(&status)) != NULL)
+		(void) hash_search(ac_guarded_rels, &r->relid, HASH_REMOVE, NULL);
+}
+
+/* Is rel a tier (a table with a guard index)?  A hash look-up once known. */
+static bool
+ac_rel_guarded(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	AcGuardedRel *r;
+	bool		guarded = false;
+	Oid			am;
+
+	if (ac_guarded_rels == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(AcGuardedRel);
+		ac_guarded_rels = hash_create("archive_cluster guarded relations", 64, &ctl,
+									  HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(ac_guarded_rels_inval, (Datum) 0);
+	}
+	r = hash_search(ac_guarded_rels, &relid, HASH_FIND, NULL);
+	if (r != NULL)
+		return r->guarded;
+	if (OidIsValid(am = ac_guard_am()))
+	{
+		List	   *indexes = RelationGetIndexList(rel);
+		ListCell   *lc;
+
+		foreach(lc, indexes)
+			if (ac_is_guard(lfirst_oid(lc), am))
+			{
+				guarded = true;
+				break;
+			}
+		list_free(indexes);
+	}
+	r = hash_search(ac_guarded_rels, &relid, HASH_ENTER, NULL);
+	r->guarded = guarded;
+	return guarded;
+}
+
 /*
  * Before a statement writes to a tier: <t> locked first (a write to the
- * archive; ac_unique_lock_parent).  A tier is a table with a guard among
- * the indexes the executor opened for it.
+ * archive; ac_unique_lock_parent).
  */
 static void
 ac_guard_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	CmdType		cmd = queryDesc->plannedstmt->commandType;
-	Oid			am;
 	ListCell   *lc;
 
 	if (prev_executor_start)
 		prev_executor_start(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
-	if ((cmd == CMD_SELECT && !queryDesc->plannedstmt->hasModifyingCTE) || cmd == CMD_DELETE ||
-		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 ||
-		queryDesc->estate->es_opened_result_relations == NIL ||
-		!OidIsValid(am = ac_guard_am()))
+	if (((cmd == CMD_SELECT || cmd == CMD_DELETE) && !queryDesc->plannedstmt->hasModifyingCTE) ||
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
 		return;
 	foreach(lc, queryDesc->estate->es_opened_result_relations)
 	{
 		Relation	rel = ((ResultRelInfo *) lfirst(lc))->ri_RelationDesc;
-		List	   *indexes = RelationGetIndexList(rel);
-		ListCell   *ilc;
 
-		foreach(ilc, indexes)
-			if (ac_is_guard(lfirst_oid(ilc), am))
-			{
-				ac_unique_lock_parent(rel);
-				break;
-			}
-		list_free(indexes);
+		if (ac_rel_guarded(rel))
+			ac_unique_lock_parent(rel);
 	}
 }
 
@@ -527,7 +583,7 @@ ac_guard_copy_lock_order(Node *stmt)
 		return;
 	relid = RangeVarGetRelid(copy->relation, NoLock, true);
 	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_RELATION &&
-		has_superclass(relid))
+		!get_rel_relispartition(relid) && has_superclass(relid))
 		ac_unique_lock_parent_of(relid);
 }
 

@@ -21,6 +21,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_index.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -181,13 +182,35 @@ ac_check_tier_indexes(Relation parent, Relation archive, bool registering)
 		 * archive gets it.
 		 */
 		if (unique && live && !ix_valid)
+		{
+			/*
+			 * Being built now: CREATE INDEX CONCURRENTLY and REINDEX
+			 * CONCURRENTLY hold <t>'s SHARE UPDATE EXCLUSIVE lock until
+			 * done.  A later run goes on (the worker logs it, as a lock
+			 * not granted).  Else an invalid index that a failed build left:
+			 * an error until someone deals with it.
+			 */
+			Oid			parentid = RelationGetRelid(parent);
+			bool		building = !ConditionalLockRelationOid(parentid, ShareUpdateExclusiveLock);
+
+			if (!building)
+				UnlockRelationOid(parentid, ShareUpdateExclusiveLock);
+			if (building)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("cannot archive rows of \"%s\" while its unique index \"%s\" is being built",
+								relname, get_rel_name(indexoid)),
+						 errdetail("Until the index is valid it may lack entries of rows of \"%s\", and cannot keep their keys unique across the table and its archive while they are moved.",
+								   relname),
+						 errhint("A later run will archive them once the index is built.")));
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot archive rows of \"%s\" while its unique index \"%s\" is not valid",
 							relname, get_rel_name(indexoid)),
 					 errdetail("Until the index is valid it may lack entries of rows of \"%s\", and cannot keep their keys unique across the table and its archive while they are moved.",
 							   relname),
-					 errhint("Wait for CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY to finish; drop an invalid index that one left, or rebuild it with REINDEX INDEX CONCURRENTLY.")));
+					 errhint("Drop the invalid index that a failed CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY left, or rebuild it with REINDEX INDEX CONCURRENTLY.")));
+		}
 		/* a non-unique one being built: looked at once done */
 		if (!ready || OidIsValid(ac_index_counterpart(indexoid, archive)))
 			continue;

@@ -197,8 +197,8 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 			 * Every unique index that takes entries: also one being built
 			 * by CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY, which
 			 * from then on refuses duplicates within its tier as on a plain
-			 * table, and must across the tiers too; only a valid one
-			 * without counterpart keeps rows out.
+			 * table, and must across the tiers too; without counterpart, it
+			 * keeps rows out of its tier.
 			 */
 			if (index->rd_index->indisunique && index->rd_index->indisready &&
 				index->rd_index->indislive)
@@ -206,10 +206,7 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 				p->own = RelationGetRelid(index);
 				p->other = ac_index_counterpart(p->own, other);
 				if (!OidIsValid(p->other))
-				{
-					if (index->rd_index->indisvalid)
-						out->missing = p->own;
-				}
+					out->missing = p->own;
 				else
 				{
 					p->valid = index->rd_index->indisvalid;

@@ -163,13 +163,13 @@ archive_cluster_validate_unique(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 
 	/*
-	 * An index built concurrently (this transaction holds no SHARE lock on
-	 * its table): wait for the writers of <t> still in progress, so that
+	 * An index built concurrently (CREATE INDEX that holds no SHARE lock on
+	 * its table at its end): wait for the writers of <t> still in progress, so that
 	 * the rows they wrote are read; the rows written once the pair is valid
 	 * are checked as they are written (tier_unique.c).
 	 */
 	index_table = table_open(heapoid, AccessShareLock);
-	concurrent = !CheckRelationLockedByMe(index_table, ShareLock, true);
+	concurrent = !created_now && !CheckRelationLockedByMe(index_table, ShareLock, true);
 	table_close(index_table, AccessShareLock);
 	if (concurrent)
 	{
