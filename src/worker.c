@@ -439,6 +439,7 @@ ac_worker_concurrent_utility(Node *stmt)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	MemoryContextReset(ac_vacuum_cxt);
 	MemoryContextSwitchTo(ac_vacuum_cxt);
 	PortalContext = ac_vacuum_cxt;
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -450,11 +451,16 @@ ac_worker_concurrent_utility(Node *stmt)
 		else
 			RemoveRelations((DropStmt *) stmt);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
+		/* the caller aborts; the context is emptied at its next use */
 		LockTimeout = save_lock_timeout;
+		PortalContext = NULL;
+		MemoryContextSwitchTo(TopMemoryContext);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	LockTimeout = save_lock_timeout;
 	if (ActiveSnapshotSet())
 		PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -536,7 +542,10 @@ ac_worker_drop_leftovers(Oid archive)
 		ac_job_begin(AC_JOB_DROP_LEFTOVER);
 		PG_TRY();
 		{
-			DropStmt   *drop = makeNode(DropStmt);
+			DropStmt   *drop;
+
+			MemoryContextSwitchTo(ac_cycle_cxt);
+			drop = makeNode(DropStmt);
 
 			drop->removeType = OBJECT_INDEX;
 			drop->objects = list_make1(name);
@@ -620,6 +629,7 @@ ac_worker_rebuild_indexes(Oid relation, Oid archive, const char *relname)
 			ac_commit();
 			if (name != NIL)
 			{
+				MemoryContextSwitchTo(ac_cycle_cxt);
 				stmt = makeNode(ReindexStmt);
 				stmt->kind = REINDEX_OBJECT_INDEX;
 				stmt->relation = makeRangeVarFromNameList(name);
