@@ -23,31 +23,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-bash "$top/test/setup.sh"
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-bindir=$($PG_CONFIG --bindir)
-make -C "$top" -s PG_CONFIG="$PG_CONFIG"
-make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
-
-work=$(mktemp -d /tmp/archive_cluster_guard.XXXXXX)
-chown postgres: "$work"
-pgdata="$work/data"
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() {
-	if [ -f "$pgdata/postmaster.pid" ]; then
-		pid=$(head -1 "$pgdata/postmaster.pid")
-		as_pg "$bindir/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null || kill "$pid" || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-as_pg "$bindir/initdb" -D "$pgdata" -A trust >/dev/null
-as_pg "$bindir/pg_ctl" -D "$pgdata" -w -l "$work/log" \
-	-o "-p 5798 -k $work -c shared_preload_libraries=archive_cluster -c archive_cluster.enabled=off -c autovacuum=off" \
-	start >/dev/null
-psql() { as_pg "$bindir/psql" -h "$work" -p 5798 -X -q -v ON_ERROR_STOP=1 "$@"; }
+. "$(dirname "$0")/lib/throwaway.sh"
+throwaway_start guard 5798 archive_cluster.enabled=off autovacuum=off
 
 psql -d postgres <<SQL
 CREATE EXTENSION archive_cluster;

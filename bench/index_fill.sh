@@ -6,55 +6,36 @@
 # get the same rows, --runs runs of --rows-per-run rows each, and after each
 # run archive_cluster_compact() (when due) and a VACUUM of the archive, as
 # the worker does.  "b" then also gets what the worker does since issue 38:
-# each btree index of its archive whose leaf pages are less full than
-# --rebuild-fill (archive_cluster_index_fill()) is rebuilt with REINDEX INDEX
-# CONCURRENTLY.  At the end, for both: the archive's heap and each index
+# each btree index of its archive whose leaf pages are less full, over a
+# fresh build's (0.9), than --rebuild-fill (archive_cluster_index_fill(), as
+# archive_cluster.index_rebuild_fill, default 0.8) is rebuilt with REINDEX
+# INDEX CONCURRENTLY.  At the end, for both: the archive's heap and each index
 # (size, pgstatindex's avg_leaf_density), and each index's size over a fresh
 # build of the same rows (REINDEX, at the very end).
 #
-#   sudo bench/index_fill.sh [--runs 20] [--rows-per-run 550000] [--rebuild-fill 0.7]
+#   sudo bench/index_fill.sh [--runs 20] [--rows-per-run 550000] [--rebuild-fill 0.8]
 set -euo pipefail
 
 runs=20
 per_run=550000
-fill=0.7
+fill=0.8
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--runs) runs=$2; shift 2 ;;
 		--rows-per-run) per_run=$2; shift 2 ;;
 		--rebuild-fill) fill=$2; shift 2 ;;
-		-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,17p' "$0"; exit 0 ;;
 		*) echo "index_fill.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-bash "$top/test/setup.sh"
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-bindir=$($PG_CONFIG --bindir)
-make -C "$top" -s PG_CONFIG="$PG_CONFIG"
-make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
+. "$(dirname "$0")/lib/throwaway.sh"
+throwaway_start fill 5797 archive_cluster.enabled=off autovacuum=off shared_buffers=1GB \
+	maintenance_work_mem=512MB max_wal_size=8GB archive_cluster.compaction_max_wal_rate=0 \
+	archive_cluster.run_max_wal_rate=0
+psql_db() { psql -d postgres "$@"; }
 
-work=$(mktemp -d /tmp/archive_cluster_fill.XXXXXX)
-chown postgres: "$work"
-pgdata="$work/data"
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() {
-	if [ -f "$pgdata/postmaster.pid" ]; then
-		pid=$(head -1 "$pgdata/postmaster.pid")
-		as_pg "$bindir/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null || kill "$pid" || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-as_pg "$bindir/initdb" -D "$pgdata" -A trust >/dev/null
-as_pg "$bindir/pg_ctl" -D "$pgdata" -w -l "$work/log" \
-	-o "-p 5797 -k $work -c shared_preload_libraries=archive_cluster -c archive_cluster.enabled=off -c autovacuum=off -c shared_buffers=1GB -c maintenance_work_mem=512MB -c max_wal_size=8GB -c archive_cluster.compaction_max_wal_rate=0 -c archive_cluster.run_max_wal_rate=0" \
-	start >/dev/null
-psql() { as_pg "$bindir/psql" -h "$work" -p 5797 -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
-
-psql <<SQL
+psql_db <<SQL
 CREATE EXTENSION archive_cluster;
 CREATE EXTENSION pgstattuple;
 CREATE TABLE a (ts timestamp NOT NULL, id bigint PRIMARY KEY, cid int NOT NULL, pad varchar(200));
@@ -65,12 +46,13 @@ SELECT archive_cluster_register('a', '{cid,ts}', 'ts', '1 hour', batch_rows => $
 SELECT archive_cluster_register('b', '{cid,ts}', 'ts', '1 hour', batch_rows => $per_run);
 SELECT setseed(0.38);
 CREATE TABLE rebuilds (run int, index_name text, fill float8, pages bigint);
+CREATE TABLE steps (run int, compaction_s float8, rebuild_s float8);
 SQL
 echo "== $runs runs of $per_run rows into a and b (view mode), compaction when due after each; b: rebuild below $fill"
 for r in $(seq 1 "$runs"); do
 	from=$(( (r - 1) * per_run + 1 ))
 	to=$(( r * per_run ))
-	psql <<SQL
+	psql_db <<SQL
 \\o /dev/null
 CREATE TEMP TABLE rows_in AS
 SELECT timestamp '2000-01-01' + g * interval '10 ms' AS ts, g AS id, 1 + (random() * 9999)::int AS cid,
@@ -81,7 +63,8 @@ INSERT INTO b SELECT * FROM rows_in;
 SELECT count(*) FROM archive_cluster_run('a', force => true);
 SELECT count(*) FROM archive_cluster_run('b', force => true);
 SELECT count(*) FROM archive_cluster_compact('a');
-SELECT coalesce(sum(rows_rewritten), 0) AS b_rewritten FROM archive_cluster_compact('b') \gset
+SELECT coalesce(sum(rows_rewritten), 0) AS b_rewritten,
+	   coalesce(sum(extract(epoch FROM duration)), 0) AS b_compaction_s FROM archive_cluster_compact('b') \gset
 VACUUM a_archive;
 VACUUM b_archive;
 -- what the worker does after compacting b: rebuild its archive's sparse btree indexes
@@ -91,18 +74,22 @@ SELECT $r, i.indexrelid::regclass::text, archive_cluster_index_fill(i.indexrelid
 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 WHERE :b_rewritten > 0 AND i.indrelid = 'b_archive'::regclass AND c.relam = 403
   AND pg_relation_size(i.indexrelid) >= 128 * 8192
-  AND archive_cluster_index_fill(i.indexrelid) < $fill;
+  AND archive_cluster_index_fill(i.indexrelid) / 0.9 < $fill;
+SELECT clock_timestamp() AS t0 \gset
 SELECT format('REINDEX INDEX CONCURRENTLY %s', index_name) FROM rebuilds WHERE run = $r \gexec
+INSERT INTO steps SELECT $r, :b_compaction_s, extract(epoch FROM clock_timestamp() - :'t0') WHERE :b_rewritten > 0;
 SQL
 	echo "run $r done"
 done
 
 echo "== the archives at the end"
-psql <<'SQL'
+psql_db <<'SQL'
 \pset footer off
 SELECT count(*) AS compactions_a FROM archive_cluster_runs WHERE relation = 'a'::regclass AND kind = 'compaction';
 SELECT count(*) AS compactions_b FROM archive_cluster_runs WHERE relation = 'b'::regclass AND kind = 'compaction';
 SELECT run, index_name, round(fill::numeric, 3) AS fill_before, pages AS pages_before FROM rebuilds ORDER BY run, index_name;
+-- b's compactions and the rebuilds after them, in seconds
+SELECT run, round(compaction_s::numeric, 1) AS compaction_s, round(rebuild_s::numeric, 1) AS rebuild_s FROM steps ORDER BY run;
 CREATE TEMP TABLE final AS
 SELECT c.relname, c.oid, pg_relation_size(c.oid) AS bytes,
 	   CASE WHEN c.relkind = 'i' THEN (pgstatindex(c.oid::regclass)).avg_leaf_density END AS leaf_density

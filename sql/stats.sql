@@ -90,6 +90,9 @@ SELECT try($$SELECT archive_cluster_index_fill('fillt')$$);
 CREATE INDEX fillt_hash ON fillt USING hash (v);
 SELECT try($$SELECT archive_cluster_index_fill('fillt_hash')$$);
 SELECT try($$SELECT archive_cluster_index_fill('fillt_pkey', 0)$$);
+-- an index that a failed build left invalid is not read
+CREATE UNIQUE INDEX CONCURRENTLY fillt_dup ON fillt ((v % 2));
+SELECT try($$SELECT archive_cluster_index_fill('fillt_dup')$$);
 SET ROLE ac_other;
 SELECT try($$SELECT archive_cluster_index_fill('fillt_pkey')$$);
 RESET ROLE;

@@ -28,8 +28,8 @@ int			archive_cluster_max_workers = 2;
 /* archive_cluster.worker_time_slice: seconds a worker serves one database at most */
 int			archive_cluster_worker_time_slice = 60;
 
-/* archive_cluster.index_rebuild_fill: the worker rebuilds an archive's index less full than this */
-double		archive_cluster_index_rebuild_fill = 0.7;
+/* archive_cluster.index_rebuild_fill: the worker rebuilds an archive's index less full than this, over a fresh build */
+double		archive_cluster_index_rebuild_fill = 0.8;
 
 /* archive_cluster.job_timeout: seconds a worker's job on one table may take, 0: no limit */
 int			archive_cluster_job_timeout = 1800;
@@ -297,12 +297,13 @@ ac_define_gucs(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("archive_cluster.index_rebuild_fill",
-							 "Fill of an archive index's leaf pages below which the background worker "
-							 "rebuilds it after a compaction.",
-							 "Measured on a sample of its pages (archive_cluster_index_fill()); a fresh "
-							 "build fills them to 0.9.  The rebuild is REINDEX INDEX CONCURRENTLY.  0: never.",
+							 "Fill of an archive index's leaf pages, over a fresh build's, below which "
+							 "the background worker rebuilds it after a compaction.",
+							 "Measured on a sample of its pages (archive_cluster_index_fill()) and divided "
+							 "by its fillfactor (a fresh build's fill).  The rebuild is REINDEX INDEX "
+							 "CONCURRENTLY.  0: never.",
 							 &archive_cluster_index_rebuild_fill,
-							 0.7, 0.0, 0.9,
+							 0.8, 0.0, 0.95,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 

@@ -70,7 +70,7 @@ ac_index_leaf_fill(Relation index, int sample_pages)
 		page = BufferGetPage(buffer);
 		if (PageIsNew(page))
 			pages++;			/* never used: empty */
-		else
+		else if (PageGetSpecialSize(page) == MAXALIGN(sizeof(BTPageOpaqueData)))
 		{
 			BTPageOpaque opaque = BTPageGetOpaque(page);
 
@@ -115,6 +115,11 @@ archive_cluster_index_fill(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot access temporary indexes of other sessions")));
+	/* one being built writes pages past shared buffers: read none of them */
+	if (!index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("index \"%s\" is not valid", RelationGetRelationName(index))));
 	fill = ac_index_leaf_fill(index, sample_pages);
 	relation_close(index, AccessShareLock);
 	PG_RETURN_FLOAT8(fill);

@@ -488,6 +488,7 @@ typedef struct AcGuardedRel
 } AcGuardedRel;
 
 static HTAB *ac_guarded_rels = NULL;
+static uint64 ac_guarded_invals = 0;	/* invalidations seen */
 
 static void
 ac_guarded_rels_inval(Datum arg, Oid relid)
@@ -495,6 +496,7 @@ ac_guarded_rels_inval(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	AcGuardedRel *r;
 
+	ac_guarded_invals++;
 	if (OidIsValid(relid))
 	{
 		(void) hash_search(ac_guarded_rels, &relid, HASH_REMOVE, NULL);
@@ -512,6 +514,7 @@ ac_rel_guarded(Relation rel)
 	Oid			relid = RelationGetRelid(rel);
 	AcGuardedRel *r;
 	bool		guarded = false;
+	uint64		invals;
 	Oid			am;
 
 	if (ac_guarded_rels == NULL)
@@ -527,6 +530,7 @@ ac_rel_guarded(Relation rel)
 	r = hash_search(ac_guarded_rels, &relid, HASH_FIND, NULL);
 	if (r != NULL)
 		return r->guarded;
+	invals = ac_guarded_invals;
 	if (OidIsValid(am = ac_guard_am()))
 	{
 		List	   *indexes = RelationGetIndexList(rel);
@@ -540,8 +544,12 @@ ac_rel_guarded(Relation rel)
 			}
 		list_free(indexes);
 	}
-	r = hash_search(ac_guarded_rels, &relid, HASH_ENTER, NULL);
-	r->guarded = guarded;
+	/* an invalidation meanwhile: the answer is used once, not kept */
+	if (invals == ac_guarded_invals)
+	{
+		r = hash_search(ac_guarded_rels, &relid, HASH_ENTER, NULL);
+		r->guarded = guarded;
+	}
 	return guarded;
 }
 

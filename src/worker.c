@@ -25,11 +25,16 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "access/nbtree.h"
+#include "utils/syscache.h"
 #include "commands/defrem.h"
 #include "commands/tablecmds.h"
 #include "commands/extension.h"
@@ -369,104 +374,43 @@ ac_worker_set_limits(void)
 #define AC_REBUILD_MIN_PAGES 128
 
 /*
- * The btree indexes of an archive (just compacted and vacuumed) whose leaf
- * pages are less full than archive_cluster.index_rebuild_fill (index_fill.c),
- * in the cycle's memory; none while the archive has an index that is not
- * valid (one being built by someone, or left by a failed build).
- */
-static List *
-ac_worker_sparse_indexes(Oid archive)
-{
-	List	   *sparse = NIL;
-
-	PG_TRY();
-	{
-		Relation	rel;
-
-		ac_begin("archive_cluster: measuring an archive's indexes");
-		rel = try_table_open(archive, AccessShareLock);
-		if (rel != NULL)
-		{
-			List	   *indexes = RelationGetIndexList(rel);
-			ListCell   *lc;
-			bool		building = false;
-
-			foreach(lc, indexes)
-			{
-				Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-
-				if (!index->rd_index->indisvalid)
-					building = true;
-				else if (index->rd_rel->relam == BTREE_AM_OID &&
-						 RelationGetNumberOfBlocks(index) >= AC_REBUILD_MIN_PAGES &&
-						 ac_index_leaf_fill(index, AC_FILL_SAMPLE_PAGES) <
-						 archive_cluster_index_rebuild_fill)
-				{
-					MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
-
-					sparse = lappend_oid(sparse, lfirst_oid(lc));
-					MemoryContextSwitchTo(old);
-				}
-				index_close(index, AccessShareLock);
-			}
-			if (building)
-				sparse = NIL;
-			table_close(rel, AccessShareLock);
-		}
-		ac_commit();
-	}
-	PG_CATCH();
-	{
-		ac_log_error_and_abort();
-		sparse = NIL;
-	}
-	PG_END_TRY();
-	return sparse;
-}
-
-/*
- * Run a utility statement that commits transactions of its own (REINDEX
- * CONCURRENTLY, DROP INDEX CONCURRENTLY) as a top-level statement: in a
- * transaction with a snapshot, its memory (and PortalContext) in the
- * worker's own context, as ac_worker_vacuum() does for VACUUM.  Waits for
- * locks and old snapshots without lock_timeout: archive_cluster.job_timeout
- * bounds it.
+ * In a PG_CATCH of a job the run history does not record (an index rebuild
+ * or drop): abort, and log the error as a WARNING, with hint if it has none.
  */
 static void
-ac_worker_concurrent_utility(Node *stmt)
+ac_worker_log_caught(const char *what, const char *hint)
 {
-	int			save_lock_timeout = LockTimeout;
+	ErrorData  *edata;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	MemoryContextReset(ac_vacuum_cxt);
-	MemoryContextSwitchTo(ac_vacuum_cxt);
-	PortalContext = ac_vacuum_cxt;
-	PushActiveSnapshot(GetTransactionSnapshot());
-	LockTimeout = 0;
-	PG_TRY();
-	{
-		if (IsA(stmt, ReindexStmt))
-			ExecReindex(make_parsestate(NULL), (ReindexStmt *) stmt, true);
-		else
-			RemoveRelations((DropStmt *) stmt);
-	}
-	PG_CATCH();
-	{
-		/* the caller aborts; the context is emptied at its next use */
-		LockTimeout = save_lock_timeout;
-		PortalContext = NULL;
-		MemoryContextSwitchTo(TopMemoryContext);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	LockTimeout = save_lock_timeout;
-	if (ActiveSnapshotSet())
-		PopActiveSnapshot();
-	CommitTransactionCommand();
-	PortalContext = NULL;
+	MemoryContextSwitchTo(ac_cycle_cxt);
+	HOLD_INTERRUPTS();
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortOutOfAnyTransaction();
+	ac_job_end();
+	ac_worker_set_limits();
+	RESUME_INTERRUPTS();
 	MemoryContextSwitchTo(TopMemoryContext);
-	MemoryContextReset(ac_vacuum_cxt);
+	ac_job_explain_timeout(edata, what);
+	if (edata->hint == NULL && hint != NULL)
+		edata->hint = pstrdup(hint);
+	ac_report_caught(edata, WARNING, what);
+	FreeErrorData(edata);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* Is relname what a failed REINDEX CONCURRENTLY leaves: <index>_ccnew[N] or _ccold[N]? */
+static bool
+ac_reindex_leftover_name(const char *relname)
+{
+	const char *p = strrchr(relname, '_');
+
+	if (p == NULL || (strncmp(p, "_ccnew", 6) != 0 && strncmp(p, "_ccold", 6) != 0))
+		return false;
+	for (p += 6; *p != '\0'; p++)
+		if (!isdigit((unsigned char) *p))
+			return false;
+	return true;
 }
 
 /* The qualified name of relation relid as a list of Strings, or NIL if gone. */
@@ -482,46 +426,62 @@ ac_worker_name_list(Oid relid)
 }
 
 /*
- * Drop the invalid indexes that a failed REINDEX CONCURRENTLY left on an
- * archive (named "<index>_ccnew", "<index>_ccnew1", ...), a rebuild of the
- * worker's or someone's, with DROP INDEX CONCURRENTLY: unless an index is
- * being built on the archive now (someone holds its SHARE UPDATE EXCLUSIVE
- * lock), when nothing is dropped.  Each drop is a job; one that fails is
- * logged with a hint.
+ * The indexes of an archive (just compacted and vacuumed), in the cycle's
+ * memory.  *leftovers: the invalid indexes that a failed REINDEX
+ * CONCURRENTLY left, by their names, when nobody works on the archive's
+ * indexes now (nobody else holds its SHARE UPDATE EXCLUSIVE lock).
+ * *sparse: its btree indexes (1 MB or more, not backing an exclusion
+ * constraint) whose leaf pages are less full, over a fresh build's (their
+ * fillfactor), than archive_cluster.index_rebuild_fill (index_fill.c); none
+ * while another index of the archive is not valid (being built, or a failed
+ * build's that is not recognised), which is logged.
  */
 static void
-ac_worker_drop_leftovers(Oid archive)
+ac_worker_archive_indexes(Oid archive, const char *relname, List **sparse, List **leftovers)
 {
-	List	   *leftovers = NIL;
-	ListCell   *lc;
-
+	*sparse = NIL;
+	*leftovers = NIL;
 	PG_TRY();
 	{
 		Relation	rel;
 
-		ac_begin("archive_cluster: looking for indexes a failed rebuild left");
+		ac_begin("archive_cluster: measuring an archive's indexes");
 		rel = try_table_open(archive, AccessShareLock);
 		if (rel != NULL)
 		{
 			List	   *indexes = RelationGetIndexList(rel);
+			bool		idle = ConditionalLockRelationOid(archive, ShareUpdateExclusiveLock);
+			char	   *invalid = NULL;
+			ListCell   *lc;
 
-			if (ConditionalLockRelationOid(archive, ShareUpdateExclusiveLock))
+			foreach(lc, indexes)
 			{
-				foreach(lc, indexes)
+				Oid			indexoid = lfirst_oid(lc);
+				Relation	index = index_open(indexoid, AccessShareLock);
+				MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
+
+				if (!index->rd_index->indisvalid)
 				{
-					Oid			indexoid = lfirst_oid(lc);
-					Relation	index = index_open(indexoid, AccessShareLock);
-
-					if (!index->rd_index->indisvalid &&
-						strstr(RelationGetRelationName(index), "_ccnew") != NULL)
-					{
-						MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
-
-						leftovers = lappend(leftovers, copyObject(ac_worker_name_list(indexoid)));
-						MemoryContextSwitchTo(old);
-					}
-					index_close(index, AccessShareLock);
+					if (idle && ac_reindex_leftover_name(RelationGetRelationName(index)))
+						*leftovers = lappend_oid(*leftovers, indexoid);
+					else
+						invalid = pstrdup(RelationGetRelationName(index));
 				}
+				else if (index->rd_rel->relam == BTREE_AM_OID && !index->rd_index->indisexclusion &&
+						 RelationGetNumberOfBlocks(index) >= AC_REBUILD_MIN_PAGES &&
+						 ac_index_leaf_fill(index, AC_FILL_SAMPLE_PAGES) /
+						 (BTGetFillFactor(index) / 100.0) < archive_cluster_index_rebuild_fill)
+					*sparse = lappend_oid(*sparse, indexoid);
+				MemoryContextSwitchTo(old);
+				index_close(index, AccessShareLock);
+			}
+			if (invalid != NULL && *sparse != NIL)
+			{
+				ereport(LOG,
+						(errmsg("archive_cluster: not rebuilding the sparse indexes of the archive of \"%s\": its index \"%s\" is not valid",
+								relname, invalid),
+						 errhint("An index being built is waited for; drop one that a failed build left.")));
+				*sparse = NIL;
 			}
 			table_close(rel, AccessShareLock);
 		}
@@ -530,134 +490,196 @@ ac_worker_drop_leftovers(Oid archive)
 	PG_CATCH();
 	{
 		ac_log_error_and_abort();
-		return;
+		*sparse = NIL;
+		*leftovers = NIL;
 	}
 	PG_END_TRY();
+}
 
-	foreach(lc, leftovers)
+/*
+ * Drop index indexoid of archive that a failed REINDEX CONCURRENTLY left,
+ * with DROP INDEX CONCURRENTLY, in one transaction with the check that it
+ * still is one (nobody else works on the archive's indexes, it is still
+ * invalid and so named).  Its waits for the archive's other lockers are
+ * bounded by archive_cluster.lock_timeout, as the worker's: an index not
+ * dropped in time is dropped at a later pass.  Its memory (and
+ * PortalContext) in the worker's own context, as for VACUUM.
+ */
+static void
+ac_worker_drop_leftover(Oid archive, Oid indexoid)
+{
+	char	   *volatile qualified = NULL;
+
+	ac_job_begin(AC_JOB_DROP_LEFTOVER);
+	PG_TRY();
 	{
-		List	   *name = lfirst(lc);
-		char	   *qualified = NameListToString(name);
+		HeapTuple	tup;
+		List	   *name = NIL;
 
-		ac_job_begin(AC_JOB_DROP_LEFTOVER);
-		PG_TRY();
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		MemoryContextReset(ac_vacuum_cxt);
+		MemoryContextSwitchTo(ac_vacuum_cxt);
+		PortalContext = ac_vacuum_cxt;
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "archive_cluster: dropping an index a failed rebuild left");
+		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (HeapTupleIsValid(tup))
 		{
-			DropStmt   *drop;
+			Form_pg_index ix = (Form_pg_index) GETSTRUCT(tup);
+			char	   *relname = get_rel_name(indexoid);
 
-			MemoryContextSwitchTo(ac_cycle_cxt);
-			drop = makeNode(DropStmt);
+			if (ix->indrelid == archive && !ix->indisvalid && relname != NULL &&
+				ac_reindex_leftover_name(relname) &&
+				ConditionalLockRelationOid(archive, ShareUpdateExclusiveLock))
+				name = ac_worker_name_list(indexoid);
+			ReleaseSysCache(tup);
+		}
+		if (name != NIL)
+		{
+			DropStmt   *drop = makeNode(DropStmt);
 
+			qualified = MemoryContextStrdup(ac_cycle_cxt, NameListToString(name));
 			drop->removeType = OBJECT_INDEX;
 			drop->objects = list_make1(name);
 			drop->behavior = DROP_RESTRICT;
 			drop->missing_ok = true;
 			drop->concurrent = true;
-			pgstat_report_activity(STATE_RUNNING, "archive_cluster: dropping an index a failed rebuild left");
-			ac_worker_concurrent_utility((Node *) drop);
-			ac_job_end();
+			RemoveRelations(drop);
+		}
+		if (ActiveSnapshotSet())
+			PopActiveSnapshot();
+		CommitTransactionCommand();
+		PortalContext = NULL;
+		MemoryContextSwitchTo(TopMemoryContext);
+		ac_job_end();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		if (qualified != NULL)
 			ereport(LOG,
 					(errmsg("archive_cluster: dropped index \"%s\" that a failed rebuild left",
 							qualified)));
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(ac_cycle_cxt);
-			HOLD_INTERRUPTS();
-			edata = CopyErrorData();
-			FlushErrorState();
-			AbortOutOfAnyTransaction();
-			ac_job_end();
-			RESUME_INTERRUPTS();
-			MemoryContextSwitchTo(TopMemoryContext);
-			ac_job_explain_timeout(edata, qualified);
-			if (edata->hint == NULL)
-				edata->hint = psprintf(_("Drop the invalid index \"%s\" that a failed rebuild of an archive's index left."),
-									   qualified);
-			ac_report_caught(edata, WARNING, qualified);
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
-		pgstat_report_activity(STATE_IDLE, NULL);
 	}
+	PG_CATCH();
+	{
+		PortalContext = NULL;
+		ac_worker_log_caught(qualified ? qualified : "?",
+							 _("A later pass of the worker drops it again; or drop the invalid index with DROP INDEX CONCURRENTLY."));
+	}
+	PG_END_TRY();
 }
 
 /*
- * After a compaction of relation's archive and its VACUUM: rebuild the
- * archive's btree indexes whose leaf pages the compaction left less full
- * than archive_cluster.index_rebuild_fill, one at a time, with REINDEX INDEX
- * CONCURRENTLY (writes and reads go on; it builds as the table's owner).
- * Each rebuild is a job (archive_cluster.job_timeout); one that fails is
- * logged, and the invalid index it left is dropped.
+ * REINDEX INDEX CONCURRENTLY of index "name" as a top-level statement: in a
+ * transaction with a snapshot, its memory (and PortalContext, under which it
+ * keeps what outlives its own transactions) in the worker's own context, as
+ * ac_worker_vacuum() does for VACUUM.  Its waits for the archive's lockers
+ * and for older snapshots are not bounded by lock_timeout (they would fail
+ * it in any busy database): archive_cluster.job_timeout bounds it.
+ */
+static void
+ac_worker_reindex(List *name)
+{
+	ReindexStmt *stmt;
+
+	MemoryContextSwitchTo(ac_cycle_cxt);
+	stmt = makeNode(ReindexStmt);
+	stmt->kind = REINDEX_OBJECT_INDEX;
+	stmt->relation = makeRangeVarFromNameList(name);
+	stmt->params = list_make1(makeDefElem("concurrently", NULL, -1));
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	MemoryContextReset(ac_vacuum_cxt);
+	MemoryContextSwitchTo(ac_vacuum_cxt);
+	PortalContext = ac_vacuum_cxt;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	pgstat_report_activity(STATE_RUNNING, "archive_cluster: rebuilding an index");
+	ExecReindex(make_parsestate(NULL), stmt, true);
+	ac_worker_set_limits();
+	if (ActiveSnapshotSet())
+		PopActiveSnapshot();
+	CommitTransactionCommand();
+	PortalContext = NULL;
+	MemoryContextSwitchTo(TopMemoryContext);
+	MemoryContextReset(ac_vacuum_cxt);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * After a compaction of relation's archive and its VACUUM: drop what failed
+ * rebuilds left, then rebuild the archive's btree indexes that the
+ * compaction left sparse (ac_worker_archive_indexes), one at a time, with
+ * REINDEX INDEX CONCURRENTLY (writes and reads go on; it builds as the
+ * table's owner).  Each is a job (archive_cluster.job_timeout; without one,
+ * nothing is rebuilt: its waits would have no bound); one that fails is
+ * logged (not a failure of the table: its runs and compactions go on), and
+ * what it left is dropped.
  */
 static void
 ac_worker_rebuild_indexes(Oid relation, Oid archive, const char *relname)
 {
 	List	   *sparse;
+	List	   *leftovers;
 	ListCell   *lc;
 
-	if (archive_cluster_index_rebuild_fill <= 0 || ac_slice_over())
+	if (archive_cluster_index_rebuild_fill <= 0 || archive_cluster_job_timeout <= 0)
 		return;
-	ac_worker_drop_leftovers(archive);
-	sparse = ac_worker_sparse_indexes(archive);
+	ac_pool_worker_activity(AC_ACT_REBUILDING, relation);
+	ac_worker_archive_indexes(archive, relname, &sparse, &leftovers);
+	foreach(lc, leftovers)
+	{
+		if (ac_slice_over())
+			return;
+		ac_worker_drop_leftover(archive, lfirst_oid(lc));
+	}
 	foreach(lc, sparse)
 	{
-		Oid			indexoid = lfirst_oid(lc);
 		List	   *name = NIL;
 		volatile bool failed = false;
-		TimestampTz started = GetCurrentTimestamp();
 
+		if (ac_slice_over())
+			return;
 		CHECK_FOR_INTERRUPTS();
-		ac_pool_worker_activity(AC_ACT_REBUILDING, relation);
 		ac_job_begin(AC_JOB_REBUILD);
 		PG_TRY();
 		{
-			ReindexStmt *stmt;
-			Relation	rel;
-
 			ac_begin("archive_cluster: rebuilding an index");
-			rel = try_table_open(archive, AccessShareLock);
-			if (rel != NULL)
+			if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(lfirst_oid(lc))))
 			{
 				MemoryContext old = MemoryContextSwitchTo(ac_cycle_cxt);
 
-				name = copyObject(ac_worker_name_list(indexoid));
+				name = copyObject(ac_worker_name_list(lfirst_oid(lc)));
 				MemoryContextSwitchTo(old);
-				table_close(rel, AccessShareLock);
 			}
 			ac_commit();
 			if (name != NIL)
-			{
-				MemoryContextSwitchTo(ac_cycle_cxt);
-				stmt = makeNode(ReindexStmt);
-				stmt->kind = REINDEX_OBJECT_INDEX;
-				stmt->relation = makeRangeVarFromNameList(name);
-				stmt->params = list_make1(makeDefElem("concurrently", NULL, -1));
-				pgstat_report_activity(STATE_RUNNING, "archive_cluster: rebuilding an index");
-				ac_worker_concurrent_utility((Node *) stmt);
-			}
+				ac_worker_reindex(name);
 			ac_job_end();
 		}
 		PG_CATCH();
 		{
-			ac_worker_caught(relation, AC_KIND_COMPACTION, started, relname);
+			PortalContext = NULL;
+			ac_worker_log_caught(relname, NULL);
 			failed = true;
 		}
 		PG_END_TRY();
-		pgstat_report_activity(STATE_IDLE, NULL);
 		if (failed)
 		{
-			ac_worker_drop_leftovers(archive);
-			break;
+			List	   *unused;
+			ListCell   *llc;
+
+			ac_worker_archive_indexes(archive, relname, &unused, &leftovers);
+			foreach(llc, leftovers)
+				ac_worker_drop_leftover(archive, lfirst_oid(llc));
+			return;
 		}
 		if (name != NIL)
 			ereport(LOG,
-					(errmsg("archive_cluster: rebuilt index \"%s\" of the archive of \"%s\": its leaf pages were less than %.0f%% full",
-							NameListToString(name), relname,
-							archive_cluster_index_rebuild_fill * 100)));
-		if (ac_slice_over())
-			break;
+					(errmsg("archive_cluster: rebuilt index \"%s\" of the archive of \"%s\"",
+							NameListToString(name), relname),
+					 errdetail("Its leaf pages were less than %.0f%% as full as a fresh build's (archive_cluster.index_rebuild_fill).",
+							   archive_cluster_index_rebuild_fill * 100)));
 	}
 }
 
