@@ -14,6 +14,7 @@ OBJS = \
 	src/constraints.o \
 	src/guc.o \
 	src/index_fill.o \
+	src/index_rebuild.o \
 	src/key_probe.o \
 	src/key_range.o \
 	src/key_sample.o \
@@ -46,7 +47,8 @@ OBJS = \
 	src/view_direct.o \
 	src/view_identity.o \
 	src/view_keys.o \
-	src/worker.o
+	src/worker.o \
+	src/worker_job.o
 
 EXTENSION = archive_cluster
 DATA = archive_cluster--0.1.sql
