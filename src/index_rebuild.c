@@ -140,13 +140,44 @@ ac_worker_archive_indexes(Oid archive, const char *relname, List **sparse, List 
 }
 
 /*
+ * A utility statement that commits transactions of its own (REINDEX or DROP
+ * INDEX CONCURRENTLY), run as a top-level statement: in a transaction with a
+ * snapshot, its memory (and PortalContext, under which it keeps what
+ * outlives its own transactions) in the worker's own context, as
+ * ac_worker_vacuum() does for VACUUM.  ac_utility_finish() commits what it
+ * leaves open.
+ */
+static void
+ac_utility_start(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	MemoryContextReset(ac_vacuum_cxt);
+	MemoryContextSwitchTo(ac_vacuum_cxt);
+	PortalContext = ac_vacuum_cxt;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+ac_utility_finish(void)
+{
+	if (ActiveSnapshotSet())
+		PopActiveSnapshot();
+	CommitTransactionCommand();
+	PortalContext = NULL;
+	MemoryContextSwitchTo(TopMemoryContext);
+	MemoryContextReset(ac_vacuum_cxt);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
  * Drop index indexoid of archive that a failed REINDEX CONCURRENTLY left,
  * with DROP INDEX CONCURRENTLY, in one transaction with the check that it
  * still is one (nobody else works on the archive's indexes, it is still
  * invalid and so named).  Its waits for the archive's other lockers are
  * bounded by archive_cluster.lock_timeout, as the worker's: an index not
- * dropped in time is dropped at a later pass.  Its memory (and
- * PortalContext) in the worker's own context, as for VACUUM.
+ * dropped in time is dropped at a later pass.
  */
 static void
 ac_worker_drop_leftover(Oid archive, Oid indexoid)
@@ -159,13 +190,7 @@ ac_worker_drop_leftover(Oid archive, Oid indexoid)
 		HeapTuple	tup;
 		List	   *name = NIL;
 
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		MemoryContextReset(ac_vacuum_cxt);
-		MemoryContextSwitchTo(ac_vacuum_cxt);
-		PortalContext = ac_vacuum_cxt;
-		PushActiveSnapshot(GetTransactionSnapshot());
-		pgstat_report_activity(STATE_RUNNING, "archive_cluster: dropping an index a failed rebuild left");
+		ac_utility_start("archive_cluster: dropping an index a failed rebuild left");
 		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
 		if (HeapTupleIsValid(tup))
 		{
@@ -190,13 +215,8 @@ ac_worker_drop_leftover(Oid archive, Oid indexoid)
 			drop->concurrent = true;
 			RemoveRelations(drop);
 		}
-		if (ActiveSnapshotSet())
-			PopActiveSnapshot();
-		CommitTransactionCommand();
-		PortalContext = NULL;
-		MemoryContextSwitchTo(TopMemoryContext);
+		ac_utility_finish();
 		ac_job_end();
-		pgstat_report_activity(STATE_IDLE, NULL);
 		if (qualified != NULL)
 			ereport(LOG,
 					(errmsg("archive_cluster: dropped index \"%s\" that a failed rebuild left",
@@ -212,10 +232,7 @@ ac_worker_drop_leftover(Oid archive, Oid indexoid)
 }
 
 /*
- * REINDEX INDEX CONCURRENTLY of index "name" as a top-level statement: in a
- * transaction with a snapshot, its memory (and PortalContext, under which it
- * keeps what outlives its own transactions) in the worker's own context, as
- * ac_worker_vacuum() does for VACUUM.  Its waits for the archive's lockers
+ * REINDEX INDEX CONCURRENTLY of index "name" (ac_utility_start).  Its waits for the archive's lockers
  * and for older snapshots are not bounded by lock_timeout (they would fail
  * it in any busy database): archive_cluster.job_timeout bounds it.
  */
@@ -230,23 +247,11 @@ ac_worker_reindex(List *name)
 	stmt->relation = makeRangeVarFromNameList(name);
 	stmt->params = list_make1(makeDefElem("concurrently", NULL, -1));
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	MemoryContextReset(ac_vacuum_cxt);
-	MemoryContextSwitchTo(ac_vacuum_cxt);
-	PortalContext = ac_vacuum_cxt;
-	PushActiveSnapshot(GetTransactionSnapshot());
+	ac_utility_start("archive_cluster: rebuilding an index");
 	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
-	pgstat_report_activity(STATE_RUNNING, "archive_cluster: rebuilding an index");
 	ExecReindex(make_parsestate(NULL), stmt, true);
 	ac_worker_set_limits();
-	if (ActiveSnapshotSet())
-		PopActiveSnapshot();
-	CommitTransactionCommand();
-	PortalContext = NULL;
-	MemoryContextSwitchTo(TopMemoryContext);
-	MemoryContextReset(ac_vacuum_cxt);
-	pgstat_report_activity(STATE_IDLE, NULL);
+	ac_utility_finish();
 }
 
 /*

@@ -140,20 +140,9 @@ static bool
 ac_worker_caught(Oid relation, const char *kind, TimestampTz started,
 				 const char *relname)
 {
-	ErrorData  *edata;
+	ErrorData  *edata = ac_job_abort(relname ? relname : psprintf("%u", relation));
 	bool		recorded = false;
 
-	/* the copy outside ErrorContext, which FlushErrorState() empties */
-	MemoryContextSwitchTo(ac_cycle_cxt);
-	HOLD_INTERRUPTS();
-	edata = CopyErrorData();
-	FlushErrorState();
-	AbortOutOfAnyTransaction();
-	ac_job_end();
-	RESUME_INTERRUPTS();
-	ac_job_explain_timeout(edata, relname ? relname : psprintf("%u", relation));
-	/* where a committed transaction leaves the worker */
-	MemoryContextSwitchTo(TopMemoryContext);
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		ac_report_caught(edata, LOG, relname);
 	else

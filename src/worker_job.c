@@ -171,11 +171,14 @@ ac_worker_set_limits(void)
 }
 
 /*
- * In a PG_CATCH of a job the run history does not record (an index rebuild
- * or drop): abort, and log the error as a WARNING, with hint if it has none.
+ * In a PG_CATCH of a job: its error copied (outside ErrorContext, which
+ * FlushErrorState() empties), the transaction aborted, the job's timeout
+ * disarmed and the worker's settings back; a cancel by the timeout said so
+ * (ac_job_explain_timeout).  In TopMemoryContext, where a committed
+ * transaction leaves the worker.
  */
-void
-ac_worker_log_caught(const char *what, const char *hint)
+ErrorData *
+ac_job_abort(const char *what)
 {
 	ErrorData  *edata;
 
@@ -187,12 +190,23 @@ ac_worker_log_caught(const char *what, const char *hint)
 	ac_job_end();
 	ac_worker_set_limits();
 	RESUME_INTERRUPTS();
-	MemoryContextSwitchTo(TopMemoryContext);
 	ac_job_explain_timeout(edata, what);
+	MemoryContextSwitchTo(TopMemoryContext);
+	return edata;
+}
+
+/*
+ * In a PG_CATCH of a job the run history does not record (an index rebuild
+ * or drop): abort, and log the error as a WARNING, with hint if it has none.
+ */
+void
+ac_worker_log_caught(const char *what, const char *hint)
+{
+	ErrorData  *edata = ac_job_abort(what);
+
 	if (edata->hint == NULL && hint != NULL)
 		edata->hint = pstrdup(hint);
 	ac_report_caught(edata, WARNING, what);
 	FreeErrorData(edata);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
-

@@ -36,6 +36,7 @@ extern void ac_begin(const char *activity);
 extern void ac_commit(void);
 extern void ac_log_error_and_abort(void);
 extern void ac_worker_set_limits(void);
+extern ErrorData *ac_job_abort(const char *what);
 extern void ac_worker_log_caught(const char *what, const char *hint);
 
 #endif							/* ARCHIVE_CLUSTER_WORKER_JOB_H */
