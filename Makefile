@@ -34,6 +34,7 @@ OBJS = \
 	src/threshold.o \
 	src/tier_guard.o \
 	src/tier_indexes.o \
+	src/tier_lock_order.o \
 	src/tier_lookup.o \
 	src/tier_unique.o \
 	src/tier_validate.o \

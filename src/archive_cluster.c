@@ -29,6 +29,7 @@
 #include "pool.h"
 #include "row_locks.h"
 #include "tier_guard.h"
+#include "tier_lock_order.h"
 #include "tier_lookup.h"
 #include "utility.h"
 
@@ -44,6 +45,7 @@ _PG_init(void)
 	ac_row_locks_install();
 	ac_on_conflict_install();
 	ac_guard_install();
+	ac_lock_order_install();
 	ac_tier_lookup_install();
 	if (process_shared_preload_libraries_in_progress)
 	{

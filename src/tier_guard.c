@@ -55,7 +55,6 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
@@ -69,8 +68,6 @@
 #include "optimizer/cost.h"
 #include "storage/bufmgr.h"
 #include "tcop/utility.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -111,7 +108,6 @@ static int	ac_level = 0;		/* statements running, nested */
 static int	ac_checking = 0;	/* checks running, nested */
 static MemoryContext ac_check_cxt = NULL;
 
-static ExecutorStart_hook_type prev_executor_start = NULL;
 static ExecutorRun_hook_type prev_executor_run = NULL;
 static ExecutorFinish_hook_type prev_executor_finish = NULL;
 static ProcessUtility_hook_type prev_process_utility = NULL;
@@ -480,121 +476,6 @@ archive_cluster_guard_handler(PG_FUNCTION_ARGS)
 
 /* ---- where rows are checked: statement ends, commit ---- */
 
-/* Has a relation a guard index?  Remembered until its relcache entry goes. */
-typedef struct AcGuardedRel
-{
-	Oid			relid;			/* hash key */
-	bool		guarded;
-} AcGuardedRel;
-
-static HTAB *ac_guarded_rels = NULL;
-static uint64 ac_guarded_invals = 0;	/* invalidations seen */
-
-static void
-ac_guarded_rels_inval(Datum arg, Oid relid)
-{
-	HASH_SEQ_STATUS status;
-	AcGuardedRel *r;
-
-	ac_guarded_invals++;
-	if (OidIsValid(relid))
-	{
-		(void) hash_search(ac_guarded_rels, &relid, HASH_REMOVE, NULL);
-		return;
-	}
-	hash_seq_init(&status, ac_guarded_rels);
-	while ((r = hash_seq_search(&status)) != NULL)
-		(void) hash_search(ac_guarded_rels, &r->relid, HASH_REMOVE, NULL);
-}
-
-/* Is rel a tier (a table with a guard index)?  A hash look-up once known. */
-static bool
-ac_rel_guarded(Relation rel)
-{
-	Oid			relid = RelationGetRelid(rel);
-	AcGuardedRel *r;
-	bool		guarded = false;
-	uint64		invals;
-	Oid			am;
-
-	if (ac_guarded_rels == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(AcGuardedRel);
-		ac_guarded_rels = hash_create("archive_cluster guarded relations", 64, &ctl,
-									  HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(ac_guarded_rels_inval, (Datum) 0);
-	}
-	r = hash_search(ac_guarded_rels, &relid, HASH_FIND, NULL);
-	if (r != NULL)
-		return r->guarded;
-	invals = ac_guarded_invals;
-	if (OidIsValid(am = ac_guard_am()))
-	{
-		List	   *indexes = RelationGetIndexList(rel);
-		ListCell   *lc;
-
-		foreach(lc, indexes)
-			if (ac_is_guard(lfirst_oid(lc), am))
-			{
-				guarded = true;
-				break;
-			}
-		list_free(indexes);
-	}
-	/* an invalidation meanwhile: the answer is used once, not kept */
-	if (invals == ac_guarded_invals)
-	{
-		r = hash_search(ac_guarded_rels, &relid, HASH_ENTER, NULL);
-		r->guarded = guarded;
-	}
-	return guarded;
-}
-
-/*
- * Before a statement writes to a tier: <t> locked first (a write to the
- * archive; ac_unique_lock_parent).
- */
-static void
-ac_guard_executor_start(QueryDesc *queryDesc, int eflags)
-{
-	CmdType		cmd = queryDesc->plannedstmt->commandType;
-	ListCell   *lc;
-
-	if (prev_executor_start)
-		prev_executor_start(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
-	if (((cmd == CMD_SELECT || cmd == CMD_DELETE) && !queryDesc->plannedstmt->hasModifyingCTE) ||
-		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
-		return;
-	foreach(lc, queryDesc->estate->es_opened_result_relations)
-	{
-		Relation	rel = ((ResultRelInfo *) lfirst(lc))->ri_RelationDesc;
-
-		if (ac_rel_guarded(rel))
-			ac_unique_lock_parent(rel);
-	}
-}
-
-/* COPY FROM into the archive of a table in table mode: <t> locked first. */
-static void
-ac_guard_copy_lock_order(Node *stmt)
-{
-	CopyStmt   *copy = (CopyStmt *) stmt;
-	Oid			relid;
-
-	if (!IsA(stmt, CopyStmt) || !copy->is_from || copy->relation == NULL ||
-		!OidIsValid(ac_guard_am()))
-		return;
-	relid = RangeVarGetRelid(copy->relation, NoLock, true);
-	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_RELATION &&
-		!get_rel_relispartition(relid) && has_superclass(relid))
-		ac_unique_lock_parent_of(relid);
-}
-
 static void
 ac_guard_executor_run(AC_EXECUTOR_RUN_PARAMS)
 {
@@ -670,7 +551,6 @@ ac_guard_process_utility(PlannedStmt *pstmt, const char *queryString,
 						 DestReceiver *dest, QueryCompletion *qc)
 {
 	ac_guard_refuse_concurrent_drop(pstmt->utilityStmt);
-	ac_guard_copy_lock_order(pstmt->utilityStmt);
 	ac_level++;
 	PG_TRY();
 	{
@@ -736,8 +616,6 @@ ac_guard_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 ac_guard_install(void)
 {
-	prev_executor_start = ExecutorStart_hook;
-	ExecutorStart_hook = ac_guard_executor_start;
 	prev_executor_run = ExecutorRun_hook;
 	ExecutorRun_hook = ac_guard_executor_run;
 	prev_executor_finish = ExecutorFinish_hook;
