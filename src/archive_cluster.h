@@ -39,6 +39,7 @@ typedef struct AcTableConfig
 	char	   *age_column;
 	Interval	hot_window;
 	int64		batch_rows;		/* 0 when not set */
+	int			lock_timeout_ms;	/* its runs' lock waits; 0: archive_cluster.lock_timeout */
 } AcTableConfig;
 
 /* One run of one table, as archive_cluster_run() reports it. */
@@ -58,6 +59,7 @@ typedef struct AcRunResult
 /* kinds of archive_cluster_run_log rows */
 #define AC_KIND_ARCHIVE "archive"
 #define AC_KIND_COMPACTION "compaction"
+#define AC_KIND_ALTER "alter"		/* archive_cluster_alter() changed settings */
 
 /* One row of archive_cluster_run_log (ac_log_run). */
 typedef struct AcRunLog
@@ -76,6 +78,7 @@ typedef struct AcRunLog
 	int64		rows_refused;	/* left in <t>_current: the archive refused them */
 	int64		rows_busy;		/* left in <t>_current: changed or locked meanwhile */
 	const char *left_behind;	/* the first of each, NULL: none */
+	const char *detail;			/* 'alter': what changed; NULL: none */
 } AcRunLog;
 
 

@@ -354,7 +354,7 @@ ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntid
 			continue;
 		ItemPointerSet(&mintid, loose->ranges[r].start, FirstOffsetNumber);
 		ItemPointerSet(&maxtid, end - 1, MaxOffsetNumber);
-		scan = table_beginscan_tidrange(arc, snapshot, &mintid, &maxtid);
+		scan = ac_table_beginscan_tidrange(arc, snapshot, &mintid, &maxtid);
 		while (table_scan_getnextslot_tidrange(scan, ForwardScanDirection, slot))
 		{
 			CHECK_FOR_INTERRUPTS();
@@ -470,8 +470,8 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 
 		CHECK_FOR_INTERRUPTS();
 		ac_pace(&c.pace);
-		res = table_tuple_delete(c.arc, &tids[i], cid, snapshot, InvalidSnapshot,
-								 false, &tmfd, true);
+		res = ac_table_tuple_delete(c.arc, &tids[i], cid, snapshot, InvalidSnapshot,
+									false, &tmfd, true);
 		if (res != TM_Ok)
 		{
 			/* changed or locked meanwhile: it stays, its page loose (deleted: gone) */

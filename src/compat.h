@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * compat.h
- *		Every difference between the supported PostgreSQL versions (15 and
- *		18) that archive_cluster's sources meet, in one place.
+ *		Every difference between the supported PostgreSQL versions (15 to
+ *		19) that archive_cluster's sources meet, in one place.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,8 +20,10 @@
 #include "catalog/dependency.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/analyze.h"
 #include "parser/parsetree.h"
 #if PG_VERSION_NUM >= 180000
 #include "commands/explain_format.h"	/* ExplainProperty*() since 18 */
@@ -50,9 +52,13 @@
 #endif
 
 /*
- * ExecInsertIndexTuples() gained an "onlySummarizing" argument in 16.
+ * ExecInsertIndexTuples() gained an "onlySummarizing" argument in 16; in 19
+ * it takes the estate before the slot and its three bools as EIIT_* flags.
  */
-#if PG_VERSION_NUM >= 160000
+#if PG_VERSION_NUM >= 190000
+#define ac_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (estate), 0, (slot), NIL, NULL)
+#elif PG_VERSION_NUM >= 160000
 #define ac_insert_index_tuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
 #else
@@ -137,9 +143,13 @@ ac_check_index_constraints(ResultRelInfo *rri, TupleTableSlot *slot, EState *est
 #endif
 
 /*
- * index_beginscan() takes an instrumentation argument since 18.
+ * index_beginscan() takes an instrumentation argument since 18 (none here),
+ * and ScanOptions flags since 19 (none).
  */
-#if PG_VERSION_NUM >= 180000
+#if PG_VERSION_NUM >= 190000
+#define ac_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys), SO_NONE)
+#elif PG_VERSION_NUM >= 180000
 #define ac_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
 #else
@@ -183,7 +193,16 @@ ac_check_index_constraints(ResultRelInfo *rri, TupleTableSlot *slot, EState *est
  * none / all / summarizing only since 16 (and ExecInsertIndexTuples() can
  * then insert into the summarizing ones only).
  */
-#if PG_VERSION_NUM >= 160000
+#if PG_VERSION_NUM >= 190000
+/* 19: ExecInsertIndexTuples() takes EIIT_* flags (see ac_insert_index_tuples) */
+typedef TU_UpdateIndexes AcUpdateIndexes;
+#define ac_update_needs_indexes(u) ((u) != TU_None)
+#define ac_update_only_summarizing(u) ((u) == TU_Summarizing)
+#define ac_insert_index_tuples_update(rri, slot, estate, summarizing) \
+	ExecInsertIndexTuples((rri), (estate), \
+						  EIIT_IS_UPDATE | ((summarizing) ? EIIT_ONLY_SUMMARIZING : 0), \
+						  (slot), NIL, NULL)
+#elif PG_VERSION_NUM >= 160000
 typedef TU_UpdateIndexes AcUpdateIndexes;
 #define ac_update_needs_indexes(u) ((u) != TU_None)
 #define ac_update_only_summarizing(u) ((u) == TU_Summarizing)
@@ -241,6 +260,92 @@ ac_expanded_view(RangeTblEntry *rte)
 #define AC_EXECUTOR_RUN_PARAMS QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
 	bool execute_once
 #define AC_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
+#endif
+
+/*
+ * Table scans and modifications: table_beginscan() and
+ * table_beginscan_tidrange() take ScanOptions flags since 19 (none here);
+ * table_tuple_delete() takes an options bitmask since 19, in which
+ * TABLE_DELETE_CHANGING_PARTITION replaced the "changingPart" bool;
+ * table_tuple_update() takes an options bitmask since 19 (none here).
+ */
+#if PG_VERSION_NUM >= 190000
+#define ac_table_beginscan(rel, snapshot, nkeys, key) \
+	table_beginscan((rel), (snapshot), (nkeys), (key), SO_NONE)
+#define ac_table_beginscan_tidrange(rel, snapshot, mintid, maxtid) \
+	table_beginscan_tidrange((rel), (snapshot), (mintid), (maxtid), SO_NONE)
+#define ac_table_tuple_delete(rel, tid, cid, snapshot, crosscheck, wait, tmfd, changing_part) \
+	table_tuple_delete((rel), (tid), (cid), \
+					   (changing_part) ? TABLE_DELETE_CHANGING_PARTITION : 0, \
+					   (snapshot), (crosscheck), (wait), (tmfd))
+#define ac_table_tuple_update(rel, otid, slot, cid, snapshot, crosscheck, wait, tmfd, \
+							  lockmode, update_indexes) \
+	table_tuple_update((rel), (otid), (slot), (cid), 0, (snapshot), (crosscheck), \
+					   (wait), (tmfd), (lockmode), (update_indexes))
+#else
+#define ac_table_beginscan(rel, snapshot, nkeys, key) \
+	table_beginscan((rel), (snapshot), (nkeys), (key))
+#define ac_table_beginscan_tidrange(rel, snapshot, mintid, maxtid) \
+	table_beginscan_tidrange((rel), (snapshot), (mintid), (maxtid))
+#define ac_table_tuple_delete(rel, tid, cid, snapshot, crosscheck, wait, tmfd, changing_part) \
+	table_tuple_delete((rel), (tid), (cid), (snapshot), (crosscheck), (wait), (tmfd), \
+					   (changing_part))
+#define ac_table_tuple_update(rel, otid, slot, cid, snapshot, crosscheck, wait, tmfd, \
+							  lockmode, update_indexes) \
+	table_tuple_update((rel), (otid), (slot), (cid), (snapshot), (crosscheck), \
+					   (wait), (tmfd), (lockmode), (update_indexes))
+#endif
+
+/*
+ * Per-trigger instrumentation (ResultRelInfo.ri_TrigInstrument): an array
+ * of Instrumentation from InstrAlloc() until 18, of TriggerInstrumentation
+ * from InstrAllocTrigger() since 19.
+ */
+#if PG_VERSION_NUM >= 190000
+typedef TriggerInstrumentation AcTriggerInstrumentation;
+#define ac_trigger_instr_alloc(n, instrument_options) \
+	InstrAllocTrigger((n), (instrument_options))
+#else
+typedef Instrumentation AcTriggerInstrumentation;
+#define ac_trigger_instr_alloc(n, instrument_options) \
+	InstrAlloc((n), (instrument_options), false)
+#endif
+
+/*
+ * A shared buffer header's state: 64 bits since 19 (32 before), and
+ * UnlockBufHdr() no longer takes it back since 19.
+ */
+#if PG_VERSION_NUM >= 190000
+typedef uint64 AcBufState;
+#define ac_unlock_buf_hdr(hdr, state) UnlockBufHdr(hdr)
+#else
+typedef uint32 AcBufState;
+#define ac_unlock_buf_hdr(hdr, state) UnlockBufHdr((hdr), (state))
+#endif
+
+/*
+ * post_parse_analyze_hook gets a pointer to a const JumbleState since 19.
+ */
+#if PG_VERSION_NUM >= 190000
+typedef const JumbleState AcJumbleState;
+#else
+typedef JumbleState AcJumbleState;
+#endif
+
+/*
+ * The publications that publish a relation (catalog/pg_publication.h): the
+ * ones that list it by name came from GetRelationPublications() until 18,
+ * from GetRelationIncludedPublications() since 19; and since 19 a FOR ALL
+ * TABLES publication can leave a relation out (EXCEPT), so only those that
+ * do not are the relation's.
+ */
+#if PG_VERSION_NUM >= 190000
+#define ac_relation_publications(relid) GetRelationIncludedPublications(relid)
+#define ac_all_tables_publications(relid) \
+	list_difference_oid(GetAllTablesPublications(), GetRelationExcludedPublications(relid))
+#else
+#define ac_relation_publications(relid) GetRelationPublications(relid)
+#define ac_all_tables_publications(relid) GetAllTablesPublications()
 #endif
 
 /*

@@ -155,7 +155,8 @@ ac_load_config(Oid relation, AcTableConfig *cfg)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	sql = psprintf("SELECT current_table, archive_table, cluster_by, age_column,"
-				   " hot_window, batch_rows, mode OPERATOR(pg_catalog.=) 'table' FROM %s"
+				   " hot_window, batch_rows, mode OPERATOR(pg_catalog.=) 'table',"
+				   " (pg_catalog.date_part('epoch', lock_timeout) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int4 FROM %s"
 				   " WHERE relation OPERATOR(pg_catalog.=) $1",
 				   ac_extension_object("archive_cluster_config"));
 	values[0] = ObjectIdGetDatum(relation);
@@ -187,6 +188,8 @@ ac_load_config(Oid relation, AcTableConfig *cfg)
 		d = SPI_getbinval(tup, desc, 6, &isnull);
 		cfg->batch_rows = isnull ? 0 : DatumGetInt64(d);
 		cfg->table_mode = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		d = SPI_getbinval(tup, desc, 8, &isnull);
+		cfg->lock_timeout_ms = isnull ? 0 : DatumGetInt32(d);
 
 		MemoryContextSwitchTo(oldcxt);
 	}
@@ -276,19 +279,19 @@ void
 ac_log_run(const AcRunLog *log)
 {
 	char	   *sql;
-	Oid			argtypes[15] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	Oid			argtypes[16] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID, INTERVALOID,
-	INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID};
-	Datum		values[15];
-	char		nulls[15] = "               ";
+	INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, TEXTOID};
+	Datum		values[16];
+	char		nulls[16] = "                ";
 	NameData	runas;
 	Interval   *paced = palloc0(sizeof(Interval));
 	char	   *relname = get_rel_name(log->relation);
 
 	sql = psprintf("INSERT INTO %s (relation, relation_name, started_at, finished_at,"
 				   " rows_moved, batches, started_by, run_as, error, paced,"
-				   " rows_refused, rows_busy, left_behind, kind, bytes_written)"
-				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+				   " rows_refused, rows_busy, left_behind, kind, bytes_written, detail)"
+				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
 				   ac_extension_object("archive_cluster_run_log"));
 	values[0] = ObjectIdGetDatum(log->relation);
 	values[1] = CStringGetTextDatum(relname ? ac_qualified_name(log->relation) : "?");
@@ -312,8 +315,9 @@ ac_log_run(const AcRunLog *log)
 	ac_log_text(log->left_behind, &values[12], &nulls[12]);
 	values[13] = CStringGetTextDatum(log->kind ? log->kind : AC_KIND_ARCHIVE);
 	values[14] = Int64GetDatum(log->bytes);
+	ac_log_text(log->detail, &values[15], &nulls[15]);
 
-	ac_exec_as_extension_owner(sql, 15, argtypes, values, nulls, SPI_OK_INSERT);
+	ac_exec_as_extension_owner(sql, 16, argtypes, values, nulls, SPI_OK_INSERT);
 
 	sql = psprintf("DELETE FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"
 				   " AND run_id OPERATOR(pg_catalog.<=) (SELECT run_id FROM %s"

@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 
+#include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/xact.h"

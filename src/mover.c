@@ -176,8 +176,8 @@ ac_move_rows(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 
 		CHECK_FOR_INTERRUPTS();
 		ac_pace(&m->pace);
-		res = table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
-								 InvalidSnapshot, false, &tmfd, m->changing_tier);
+		res = ac_table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
+									InvalidSnapshot, false, &tmfd, m->changing_tier);
 		if (res != TM_Ok)
 		{
 			/* changed or locked meanwhile: a later run (deleted: gone) */
@@ -416,7 +416,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	tids = palloc_extended(sizeof(ItemPointerData) * maxtids, MCXT_ALLOC_HUGE);
 
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	scan = table_beginscan(m.cur, snapshot, 0, NULL);
+	scan = ac_table_beginscan(m.cur, snapshot, 0, NULL);
 	scanslot = table_slot_create(m.cur, NULL);
 
 	for (;;)

@@ -50,6 +50,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "on_conflict.h"
 #include "tier_guard.h"
 
@@ -108,7 +109,7 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, OnConflictAction action,
 		rri->ri_TrigFunctions = palloc0(sizeof(FmgrInfo));
 		rri->ri_TrigWhenExprs = palloc0(sizeof(ExprState *));
 		if (estate->es_instrument)
-			rri->ri_TrigInstrument = InstrAlloc(1, estate->es_instrument, false);
+			rri->ri_TrigInstrument = ac_trigger_instr_alloc(1, estate->es_instrument);
 	}
 	n = td->numtriggers;
 
@@ -142,9 +143,9 @@ ac_add_conflict_trigger(ResultRelInfo *rri, Oid fnoid, OnConflictAction action,
 	rri->ri_TrigWhenExprs[n] = NULL;
 	if (rri->ri_TrigInstrument != NULL && n > 0)
 	{
-		Instrumentation *instr = InstrAlloc(n + 1, estate->es_instrument, false);
+		AcTriggerInstrumentation *instr = ac_trigger_instr_alloc(n + 1, estate->es_instrument);
 
-		memcpy(instr, rri->ri_TrigInstrument, sizeof(Instrumentation) * n);
+		memcpy(instr, rri->ri_TrigInstrument, sizeof(AcTriggerInstrumentation) * n);
 		rri->ri_TrigInstrument = instr;
 	}
 

@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "guc.h"
 #include "pool.h"

@@ -47,6 +47,7 @@
 #include "archive_cluster.h"
 #include "compat.h"
 #include "constraints.h"
+#include "register.h"
 #include "replication.h"
 #include "table_mode.h"
 #include "tiers.h"
@@ -103,6 +104,90 @@ ac_check_column(Relation rel, const char *colname, const char *role)
 	return attnum;
 }
 
+/*
+ * The names of a cluster_by argument into cluster_by[] (AC_MAX_CLUSTER_COLS
+ * of them at most), each once; returns how many.
+ */
+int
+ac_parse_cluster_by(ArrayType *arr, char **cluster_by)
+{
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			ncluster;
+	int			i,
+				j;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cluster_by must be a one-dimensional array")));
+	deconstruct_array(arr, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+					  &elems, &elemnulls, &ncluster);
+	if (ncluster < 1 || ncluster > AC_MAX_CLUSTER_COLS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cluster_by must name between 1 and %d columns", AC_MAX_CLUSTER_COLS)));
+	for (i = 0; i < ncluster; i++)
+	{
+		if (elemnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("cluster_by must not contain NULL")));
+		cluster_by[i] = pstrdup(NameStr(*DatumGetName(elems[i])));
+		for (j = 0; j < i; j++)
+			if (strcmp(cluster_by[i], cluster_by[j]) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("column \"%s\" appears twice in cluster_by", cluster_by[i])));
+	}
+	return ncluster;
+}
+
+/* Each cluster_by column exists in rel, is NOT NULL and sortable. */
+void
+ac_check_cluster_columns(Relation rel, char **cluster_by, int ncluster)
+{
+	int			i;
+
+	for (i = 0; i < ncluster; i++)
+	{
+		AttrNumber	attnum = ac_check_column(rel, cluster_by[i], "cluster_by");
+		Oid			typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+
+		if (!OidIsValid(lookup_type_cache(typid, TYPECACHE_LT_OPR)->lt_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("column \"%s\" of type %s has no default btree ordering",
+							cluster_by[i], format_type_be(typid)),
+					 errhint("cluster_by columns must be of types that can be sorted, such as integer, text or uuid.")));
+	}
+}
+
+/* A batch_rows argument: between 1 and AC_MAX_BATCH_ROWS. */
+void
+ac_check_batch_rows(int64 batch_rows)
+{
+	if (batch_rows < 1 || batch_rows > AC_MAX_BATCH_ROWS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch_rows must be between 1 and " INT64_FORMAT, AC_MAX_BATCH_ROWS),
+				 errhint("Pass NULL to size batches from the table's statistics.")));
+}
+
+/* A hot_window argument: not negative. */
+void
+ac_check_hot_window(Interval *hot_window)
+{
+	Interval	zero;
+
+	memset(&zero, 0, sizeof(zero));
+	if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(hot_window),
+										  IntervalPGetDatum(&zero))) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hot_window must not be negative")));
+}
+
 /* Every requirement on the table itself; rel is locked ACCESS EXCLUSIVE. */
 static void
 ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_column,
@@ -113,7 +198,6 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 	AttrNumber	keys[INDEX_MAX_KEYS];
 	Oid			eqops[INDEX_MAX_KEYS];
 	Oid			agetype;
-	int			i;
 
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
@@ -165,18 +249,7 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 				 errmsg("cannot register table \"%s\" because row-level security is enabled",
 						relname)));
 
-	for (i = 0; i < ncluster; i++)
-	{
-		AttrNumber	attnum = ac_check_column(rel, cluster_by[i], "cluster_by");
-		Oid			typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
-
-		if (!OidIsValid(lookup_type_cache(typid, TYPECACHE_LT_OPR)->lt_opr))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("column \"%s\" of type %s has no default btree ordering",
-							cluster_by[i], format_type_be(typid)),
-					 errhint("cluster_by columns must be of types that can be sorted, such as integer, text or uuid.")));
-	}
+	ac_check_cluster_columns(rel, cluster_by, ncluster);
 
 	agetype = getBaseType(TupleDescAttr(RelationGetDescr(rel),
 										ac_check_column(rel, age_column, "age_column") - 1)->atttypid);
@@ -480,13 +553,10 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 {
 	Oid			relid;
 	ArrayType  *arr;
-	Datum	   *elems;
-	bool	   *elemnulls;
 	int			ncluster;
 	char	   *cluster_by[AC_MAX_CLUSTER_COLS];
 	char	   *age_column;
 	Interval   *hot_window;
-	Interval	zero;
 	int64		batch_rows = 0;
 	int			timeout_ms;
 	int			retries;
@@ -508,8 +578,6 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	Oid			viewid;
 	Oid			arcid;
 	bool		table_mode = false;
-	int			i,
-				j;
 
 	ac_require_arg(fcinfo, 0, "relation");
 	ac_require_arg(fcinfo, 1, "cluster_by");
@@ -535,47 +603,16 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	}
 
 	arr = PG_GETARG_ARRAYTYPE_P(1);
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cluster_by must be a one-dimensional array")));
-	deconstruct_array(arr, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
-					  &elems, &elemnulls, &ncluster);
-	if (ncluster < 1 || ncluster > AC_MAX_CLUSTER_COLS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cluster_by must name between 1 and %d columns", AC_MAX_CLUSTER_COLS)));
-	for (i = 0; i < ncluster; i++)
-	{
-		if (elemnulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("cluster_by must not contain NULL")));
-		cluster_by[i] = pstrdup(NameStr(*DatumGetName(elems[i])));
-		for (j = 0; j < i; j++)
-			if (strcmp(cluster_by[i], cluster_by[j]) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("column \"%s\" appears twice in cluster_by", cluster_by[i])));
-	}
+	ncluster = ac_parse_cluster_by(arr, cluster_by);
 	age_column = pstrdup(NameStr(*PG_GETARG_NAME(2)));
 
 	hot_window = PG_GETARG_INTERVAL_P(3);
-	memset(&zero, 0, sizeof(zero));
-	if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(hot_window),
-										  IntervalPGetDatum(&zero))) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("hot_window must not be negative")));
+	ac_check_hot_window(hot_window);
 
 	if (!PG_ARGISNULL(4))
 	{
 		batch_rows = PG_GETARG_INT64(4);
-		if (batch_rows < 1 || batch_rows > AC_MAX_BATCH_ROWS)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("batch_rows must be between 1 and " INT64_FORMAT, AC_MAX_BATCH_ROWS),
-					 errhint("Pass NULL to size batches from the table's statistics.")));
+		ac_check_batch_rows(batch_rows);
 	}
 	timeout_ms = ac_interval_ms(PG_GETARG_INTERVAL_P(5), "lock_timeout");
 	retries = PG_GETARG_INT32(6);

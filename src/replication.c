@@ -50,6 +50,7 @@
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "replication.h"
 
@@ -145,7 +146,7 @@ ac_has_rows(Oid relid)
 
 	CommandCounterIncrement();
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = table_beginscan(rel, snap, 0, NULL);
+	scan = ac_table_beginscan(rel, snap, 0, NULL);
 	slot = table_slot_create(rel, NULL);
 	found = table_scan_getnextslot(scan, ForwardScanDirection, slot);
 	ExecDropSingleTupleTableSlot(slot);
@@ -182,10 +183,10 @@ ac_any_action(PublicationActions acts)
 static char *
 ac_publication_of(Oid relid)
 {
-	List	   *pubs = GetRelationPublications(relid);
+	List	   *pubs = ac_relation_publications(relid);
 	ListCell   *lc;
 
-	pubs = list_concat(pubs, GetAllTablesPublications());
+	pubs = list_concat(pubs, ac_all_tables_publications(relid));
 	pubs = list_concat(pubs, GetSchemaPublications(get_rel_namespace(relid)));
 	foreach(lc, pubs)
 	{

@@ -403,7 +403,7 @@ ac_check_query(Query *query)
 }
 
 static void
-ac_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+ac_post_parse_analyze(ParseState *pstate, Query *query, AcJumbleState *jstate)
 {
 	if (prev_post_parse_analyze)
 		prev_post_parse_analyze(pstate, query, jstate);

@@ -51,6 +51,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplesort.h"
+#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
 #include "archive_cluster.h"
@@ -112,6 +113,9 @@ ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 {
 	int			elevel = ac_is_background_worker() ? LOG : NOTICE;
 
+	/* the table's own bound (archive_cluster_alter), or the setting's */
+	int			timeout_ms = cfg->lock_timeout_ms > 0 ? cfg->lock_timeout_ms : archive_cluster_lock_timeout;
+
 	if (!ac_try_run_lock(cfg->relation))
 	{
 		*status = "skipped: another run in progress";
@@ -123,15 +127,16 @@ ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 
 	ac_pause_point("locked", 1);
 
-	if (!ac_lock_relation_bounded(cfg->relation, AccessShareLock, archive_cluster_lock_timeout) ||
-		!ac_lock_relation_bounded(cfg->current, RowExclusiveLock, archive_cluster_lock_timeout) ||
-		!ac_lock_relation_bounded(cfg->archive, RowExclusiveLock, archive_cluster_lock_timeout))
+	if (!ac_lock_relation_bounded(cfg->relation, AccessShareLock, timeout_ms) ||
+		!ac_lock_relation_bounded(cfg->current, RowExclusiveLock, timeout_ms) ||
+		!ac_lock_relation_bounded(cfg->archive, RowExclusiveLock, timeout_ms))
 	{
 		*status = "skipped: lock not available";
 		ereport(elevel,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("skipping \"%s\": could not lock its view or tables within archive_cluster.lock_timeout (%d ms)",
-						relname, archive_cluster_lock_timeout),
+				 errmsg("skipping \"%s\": could not lock its view or tables within %s (%d ms)",
+						relname, cfg->lock_timeout_ms > 0 ? "its lock_timeout" : "archive_cluster.lock_timeout",
+						timeout_ms),
 				 errhint("Another transaction holds a conflicting lock; a later run will try again.")));
 		return false;
 	}

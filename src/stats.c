@@ -41,6 +41,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
 
 #include "archive_cluster.h"
 #include "compact.h"
@@ -443,7 +444,7 @@ archive_cluster_buffers(PG_FUNCTION_ARGS)
 	for (i = 0; i < NBuffers; i++)
 	{
 		BufferDesc *hdr = GetBufferDescriptor(i);
-		uint32		state;
+		AcBufState	state;
 		Oid			spc,
 					db,
 					number;
@@ -454,7 +455,7 @@ archive_cluster_buffers(PG_FUNCTION_ARGS)
 		state = LockBufHdr(hdr);
 		if (!(state & BM_VALID))
 		{
-			UnlockBufHdr(hdr, state);
+			ac_unlock_buf_hdr(hdr, state);
 			continue;
 		}
 		spc = ac_tag_spc(&hdr->tag);
@@ -462,7 +463,7 @@ archive_cluster_buffers(PG_FUNCTION_ARGS)
 		number = ac_tag_number(&hdr->tag);
 		dirty = (state & BM_DIRTY) != 0;
 		usage = BUF_STATE_GET_USAGECOUNT(state);
-		UnlockBufHdr(hdr, state);
+		ac_unlock_buf_hdr(hdr, state);
 
 		if (db != MyDatabaseId)
 			continue;

@@ -43,6 +43,7 @@
 #include "utils/syscache.h"
 
 #include "archive_cluster.h"
+#include "compat.h"
 #include "key_probe.h"
 #include "tier_indexes.h"
 
@@ -81,7 +82,7 @@ ac_validate_pair(AcTableConfig *cfg, Oid tindex, Oid aindex, Oid named)
 	ExprState  *predicate = ExecPrepareQual(ii->ii_Predicate, estate);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
+	TableScanDesc scan = ac_table_beginscan(rel, snapshot, 0, NULL);
 	int			i;
 
 	for (i = 0; i < nkeys; i++)

@@ -29,6 +29,7 @@
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/tupconvert.h"
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
@@ -164,8 +165,8 @@ ac_unarchive_key(Relation cur, Oid archiveid, Oid indexid, const Oid *eqprocs, i
 			ac_unarchive_serialization_failure();
 
 		ac_unarchive_insert(cur, arc, arcslot, cid);
-		res = table_tuple_delete(arc, &tid, cid + 1, GetActiveSnapshot(), InvalidSnapshot,
-								 true, &tmfd, true);
+		res = ac_table_tuple_delete(arc, &tid, cid + 1, GetActiveSnapshot(), InvalidSnapshot,
+									true, &tmfd, true);
 		if (res != TM_Ok)
 			elog(ERROR, "unexpected result %d deleting a locked archived row", (int) res);
 		moved = true;

@@ -199,9 +199,9 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 		ExecOpenIndices(rri, false);
 		if (rel->rd_att->constr)
 			ExecConstraints(rri, newslot, estate);
-		res = table_tuple_update(rel, &oldslot->tts_tid, newslot,
-								 GetCurrentCommandId(true), snapshot, InvalidSnapshot,
-								 true, &tmfd, &lockmode, &update_indexes);
+		res = ac_table_tuple_update(rel, &oldslot->tts_tid, newslot,
+									GetCurrentCommandId(true), snapshot, InvalidSnapshot,
+									true, &tmfd, &lockmode, &update_indexes);
 		if (res == TM_Ok && rri->ri_NumIndices > 0 &&
 			ac_update_needs_indexes(update_indexes))
 			(void) ac_insert_index_tuples_update(rri, newslot, estate,

@@ -1,4 +1,4 @@
-/* archive_cluster--0.1.sql */
+/* archive_cluster--1.0.sql */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION archive_cluster" to load this file. \quit
@@ -19,6 +19,8 @@ CREATE TABLE archive_cluster_config (
 	age_column name NOT NULL,
 	hot_window interval NOT NULL,
 	batch_rows bigint,					-- NULL: distinct keys x rows per page
+	lock_timeout interval,				-- its runs' and compactions' lock waits;
+										-- NULL: archive_cluster.lock_timeout
 	registered_at timestamptz NOT NULL DEFAULT now(),
 	registered_by name NOT NULL			-- the role that called archive_cluster_register()
 );
@@ -43,8 +45,10 @@ CREATE TABLE archive_cluster_run_log (
 	left_behind text,					-- the first of each: key and reason
 	-- 'archive': a run moved rows into <t>_archive; 'compaction': rows of
 	-- <t>_archive were rewritten in cluster order (rows_moved of them)
-	kind text NOT NULL DEFAULT 'archive' CHECK (kind IN ('archive', 'compaction')),
-	bytes_written bigint NOT NULL DEFAULT 0	-- of the rows written into <t>_archive
+	-- 'alter': archive_cluster_alter() changed its settings (detail: how)
+	kind text NOT NULL DEFAULT 'archive' CHECK (kind IN ('archive', 'compaction', 'alter')),
+	bytes_written bigint NOT NULL DEFAULT 0,	-- of the rows written into <t>_archive
+	detail text							-- 'alter': "setting: old -> new; ..."
 );
 -- each run keeps its table's newest archive_cluster.run_log_max_rows rows
 CREATE INDEX archive_cluster_run_log_relation ON archive_cluster_run_log (relation, run_id);
@@ -208,6 +212,22 @@ AS 'MODULE_PATHNAME', 'archive_cluster_register'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
 -- the default of an identity column on a registered view (see triggers.c)
+/*
+ * A registered table's settings changed without unregistering it; NULL
+ * keeps a setting, batch_rows 0 returns to the automatic threshold,
+ * lock_timeout 0 to archive_cluster.lock_timeout.  Returns what changed
+ * (also in archive_cluster_runs, kind 'alter').
+ */
+CREATE FUNCTION archive_cluster_alter(
+	relation regclass,
+	hot_window interval DEFAULT NULL,
+	batch_rows bigint DEFAULT NULL,
+	lock_timeout interval DEFAULT NULL,
+	cluster_by name[] DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'archive_cluster_alter'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+
 CREATE FUNCTION archive_cluster_identity_nextval(view regclass, column_name name)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'archive_cluster_identity_nextval'
@@ -327,6 +347,7 @@ SELECT c.relation,
 	   c.age_column,
 	   c.hot_window,
 	   c.batch_rows,
+	   c.lock_timeout,
 	   s.threshold_rows,
 	   s.threshold_source,
 	   s.distinct_keys,
@@ -391,7 +412,8 @@ SELECT run_id,
 	   CASE WHEN @extschema@.archive_cluster_details_visible(relation) THEN error END AS error,
 	   rows_refused,
 	   rows_busy,
-	   CASE WHEN @extschema@.archive_cluster_details_visible(relation) THEN left_behind END AS left_behind
+	   CASE WHEN @extschema@.archive_cluster_details_visible(relation) THEN left_behind END AS left_behind,
+	   detail
 FROM archive_cluster_run_log;
 
 GRANT SELECT ON archive_cluster_tables, archive_cluster_runs TO PUBLIC;
