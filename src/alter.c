@@ -16,8 +16,9 @@
  */
 #include "postgres.h"
 
-#include "access/table.h"
+#include "access/relation.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -28,9 +29,11 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "archive_cluster.h"
 #include "register.h"
+#include "tiers.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_alter);
 
@@ -72,11 +75,107 @@ ac_batch_rows_text(int64 rows)
 
 /* one "name: old -> new" into the change's description, when it changes */
 static void
-ac_describe(StringInfo detail, const char *name, const char *old, const char *new)
+ac_describe(StringInfo detail, const char *name, const char *before, const char *after)
 {
-	if (strcmp(old, new) == 0)
+	if (strcmp(before, after) == 0)
 		return;
-	appendStringInfo(detail, "%s%s: %s -> %s", detail->len > 0 ? "; " : "", name, old, new);
+	appendStringInfo(detail, "%s%s: %s -> %s", detail->len > 0 ? "; " : "", name, before, after);
+}
+
+/* a column of tier rel (attribute attno) that a cluster key can use */
+static void
+ac_check_key_column(Relation rel, AttrNumber attno, const char *name)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attno - 1);
+
+	if (!att->attnotnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of relation \"%s\" must be NOT NULL",
+						NameStr(att->attname), RelationGetRelationName(rel)),
+				 errhint("Add the constraint with ALTER TABLE ... ALTER COLUMN ... SET NOT NULL.")));
+	if (!OidIsValid(lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR)->lt_opr))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("column \"%s\" of type %s has no default btree ordering",
+						name, format_type_be(att->atttypid)),
+				 errhint("cluster_by columns must be of types that can be sorted, such as integer, text or uuid.")));
+}
+
+/*
+ * Each column of a new cluster key, named as runs and compactions will
+ * find it: a column of the view (table mode: of <t>), whose column in each
+ * tier is NOT NULL and sortable.  The relation and <t>_current are locked
+ * by the caller; the archive is locked here, so that none of them changes
+ * before this commits.
+ */
+static void
+ac_check_new_cluster_by(AcTableConfig *cfg, char **cluster_by, int ncluster)
+{
+	Relation	view = relation_open(cfg->relation, AccessShareLock);
+	Relation	cur = relation_open(cfg->current, AccessShareLock);
+	Relation	arc = relation_open(cfg->archive, AccessShareLock);
+	int			natts = RelationGetDescr(view)->natts;
+	AttrNumber *curatt = palloc(sizeof(AttrNumber) * natts);
+	AttrNumber *arcatt = palloc(sizeof(AttrNumber) * natts);
+	int			i;
+
+	if (cfg->table_mode)
+		ac_child_columns(view, arc, curatt, arcatt);
+	else
+		ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+	for (i = 0; i < ncluster; i++)
+	{
+		int			col = ac_view_column_named(view, cluster_by[i]);
+
+		if (col < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of relation \"%s\" does not exist",
+							cluster_by[i], RelationGetRelationName(view)),
+					 errhint("Column names in cluster_by are taken exactly as stored: case-sensitive and unquoted.")));
+		ac_check_key_column(cur, curatt[col], cluster_by[i]);
+		ac_check_key_column(arc, arcatt[col], cluster_by[i]);
+	}
+	relation_close(arc, NoLock);
+	relation_close(cur, NoLock);
+	relation_close(view, NoLock);
+}
+
+/* the lock_timeout argument in ms: 0 (back to the setting), or 1 ms to 1 hour */
+static int
+ac_lock_timeout_arg(Interval *iv)
+{
+	int64		us;
+	int64		days;
+
+	if (pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH, &days) ||
+		pg_add_s64_overflow(days, (int64) iv->day, &days) ||
+		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, iv->time, &us) ||
+		us < 0 || (us > 0 && us < 1000) || us > (int64) 3600 * 1000 * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_timeout must be between 1 millisecond and 1 hour, or 0"),
+				 errhint("0 returns to archive_cluster.lock_timeout.")));
+	return (int) (us / 1000);
+}
+
+/* the relation's configuration, or the error of a relation not registered */
+static void
+ac_alter_load_config(Oid relid, AcTableConfig *cfg)
+{
+	if (!ac_load_config(relid, cfg))
+	{
+		Oid			viewid = ac_registered_view_of(relid);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not registered with archive_cluster",
+						get_rel_name(relid)),
+				 OidIsValid(viewid) ?
+				 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) : 0));
+	}
 }
 
 /*
@@ -115,11 +214,12 @@ ac_alter_config(Oid relid, Interval *hot_window, int64 batch_rows, int lock_time
 	}
 	values[4] = PointerGetDatum(construct_array(names, ncluster, NAMEOID, NAMEDATALEN,
 												false, TYPALIGN_CHAR));
-	(void) ac_exec_as_extension_owner(psprintf("UPDATE %s SET hot_window = $2, batch_rows = $3,"
-											   " lock_timeout = $4, cluster_by = $5"
-											   " WHERE relation OPERATOR(pg_catalog.=) $1",
-											   ac_extension_object("archive_cluster_config")),
-									  5, argtypes, values, nulls, SPI_OK_UPDATE);
+	if (ac_exec_as_extension_owner(psprintf("UPDATE %s SET hot_window = $2, batch_rows = $3,"
+											" lock_timeout = $4, cluster_by = $5"
+											" WHERE relation OPERATOR(pg_catalog.=) $1",
+											ac_extension_object("archive_cluster_config")),
+								   5, argtypes, values, nulls, SPI_OK_UPDATE) != 1)
+		elog(ERROR, "configuration row of relation %u not updated", relid);
 
 	memset(&log, 0, sizeof(log));
 	log.relation = relid;
@@ -143,12 +243,12 @@ archive_cluster_alter(PG_FUNCTION_ARGS)
 {
 	Oid			relid;
 	AcTableConfig cfg;
+	AcTableConfig locked;
 	Interval	hot_window;
 	int64		batch_rows;
 	int			lock_timeout_ms;
 	char	   *cluster_by[AC_MAX_CLUSTER_COLS];
 	int			ncluster;
-	Relation	cur;
 	StringInfoData detail;
 	Oid			argtypes[1] = {REGCLASSOID};
 	Datum		values[1];
@@ -162,32 +262,50 @@ archive_cluster_alter(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("relation must not be NULL")));
 	relid = PG_GETARG_OID(0);
+
+	/*
+	 * Locks in the order runs and unregistering take them (the view, then
+	 * its tables, then the configuration row), each ownership checked under
+	 * its lock: ACCESS SHARE, which waits only for DDL.
+	 */
+	ac_check_relation_exists(relid);
+	LockRelationOid(relid, AccessShareLock);
 	ac_check_relation_exists(relid);
 	ac_check_owner(relid);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	ac_alter_load_config(relid, &cfg);
+	LockRelationOid(cfg.current, AccessShareLock);
+	ac_check_owner(cfg.current);
 
 	/*
-	 * The configuration row locked first, then read: concurrent changes of
-	 * one table apply one after the other, each describing what it changed.
+	 * The configuration row locked (FOR NO KEY UPDATE: runs' foreign-key
+	 * checks of it go on), then read again: concurrent changes of one table
+	 * apply one after the other, each describing what it changed.  No row:
+	 * unregistered meanwhile, or registered after this transaction's
+	 * snapshot.
 	 */
 	values[0] = ObjectIdGetDatum(relid);
-	(void) ac_exec_as_extension_owner(psprintf("SELECT FROM %s WHERE relation OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-											   ac_extension_object("archive_cluster_config")),
-									  1, argtypes, values, NULL, SPI_OK_SELECT);
-	if (!ac_load_config(relid, &cfg))
+	if (ac_exec_as_extension_owner(psprintf("SELECT FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"
+											" FOR NO KEY UPDATE",
+											ac_extension_object("archive_cluster_config")),
+								   1, argtypes, values, NULL, SPI_OK_SELECT) != 1)
 	{
-		Oid			viewid = ac_registered_view_of(relid);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not registered with archive_cluster",
-						get_rel_name(relid)),
-				 OidIsValid(viewid) ?
-				 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) : 0));
+		if (ac_load_config(relid, &locked))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent registration"),
+					 errhint("Call archive_cluster_alter() again in a new transaction.")));
+		ac_alter_load_config(relid, &locked);
 	}
-	ac_check_owner(cfg.current);
+	ac_alter_load_config(relid, &locked);
+	if (locked.current != cfg.current || locked.archive != cfg.archive)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent registration"),
+				 errhint("Call archive_cluster_alter() again.")));
+	cfg = locked;
 
 	hot_window = cfg.hot_window;
 	if (!PG_ARGISNULL(1))
@@ -200,31 +318,18 @@ archive_cluster_alter(PG_FUNCTION_ARGS)
 	{
 		batch_rows = PG_GETARG_INT64(2);
 		if (batch_rows != 0)
-			ac_check_batch_rows(batch_rows);
+			ac_check_batch_rows(batch_rows, "Pass 0 to size batches from the table's statistics.");
 	}
 	lock_timeout_ms = cfg.lock_timeout_ms;
 	if (!PG_ARGISNULL(3))
-	{
-		Interval   *iv = PG_GETARG_INTERVAL_P(3);
-
-		lock_timeout_ms = (iv->time == 0 && iv->day == 0 && iv->month == 0) ? 0 :
-			ac_interval_ms(iv, "lock_timeout");
-	}
+		lock_timeout_ms = ac_lock_timeout_arg(PG_GETARG_INTERVAL_P(3));
 	ncluster = cfg.ncluster;
 	for (i = 0; i < ncluster; i++)
 		cluster_by[i] = cfg.cluster_by[i];
 	if (!PG_ARGISNULL(4))
 	{
 		ncluster = ac_parse_cluster_by(PG_GETARG_ARRAYTYPE_P(4), cluster_by);
-
-		/*
-		 * The columns of the current tier, locked so that none is dropped
-		 * or altered before this commits (the archive has the same ones,
-		 * with their NOT NULL, from registration on).
-		 */
-		cur = table_open(cfg.current, AccessShareLock);
-		ac_check_cluster_columns(cur, cluster_by, ncluster);
-		table_close(cur, NoLock);
+		ac_check_new_cluster_by(&cfg, cluster_by, ncluster);
 	}
 
 	initStringInfo(&detail);
@@ -245,4 +350,3 @@ archive_cluster_alter(PG_FUNCTION_ARGS)
 	SPI_finish();
 	PG_RETURN_TEXT_P(result);
 }
-

@@ -319,10 +319,13 @@ ac_log_run(const AcRunLog *log)
 
 	ac_exec_as_extension_owner(sql, 16, argtypes, values, nulls, SPI_OK_INSERT);
 
-	sql = psprintf("DELETE FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"
+	sql = psprintf("DELETE FROM %s WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+				   " SELECT run_id FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"
 				   " AND run_id OPERATOR(pg_catalog.<=) (SELECT run_id FROM %s"
 				   "  WHERE relation OPERATOR(pg_catalog.=) $1"
-				   "  ORDER BY run_id DESC OFFSET $2 LIMIT 1)",
+				   "  ORDER BY run_id DESC OFFSET $2 LIMIT 1)"
+				   " FOR UPDATE SKIP LOCKED))",
+				   ac_extension_object("archive_cluster_run_log"),
 				   ac_extension_object("archive_cluster_run_log"),
 				   ac_extension_object("archive_cluster_run_log"));
 	argtypes[1] = INT4OID;
@@ -330,11 +333,14 @@ ac_log_run(const AcRunLog *log)
 	ac_exec_as_extension_owner(sql, 2, argtypes, values, NULL, SPI_OK_DELETE);
 
 	/* the rows of tables no longer registered: as many again, in all */
-	sql = psprintf("DELETE FROM %s l WHERE NOT EXISTS (SELECT FROM %s c"
+	sql = psprintf("DELETE FROM %s WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+				   " SELECT l.run_id FROM %s l WHERE NOT EXISTS (SELECT FROM %s c"
 				   "  WHERE c.relation OPERATOR(pg_catalog.=) l.relation)"
 				   " AND l.run_id OPERATOR(pg_catalog.<=) (SELECT o.run_id FROM %s o"
 				   "  WHERE NOT EXISTS (SELECT FROM %s c WHERE c.relation OPERATOR(pg_catalog.=) o.relation)"
-				   "  ORDER BY o.run_id DESC OFFSET $1 LIMIT 1)",
+				   "  ORDER BY o.run_id DESC OFFSET $1 LIMIT 1)"
+				   " FOR UPDATE OF l SKIP LOCKED))",
+				   ac_extension_object("archive_cluster_run_log"),
 				   ac_extension_object("archive_cluster_run_log"),
 				   ac_extension_object("archive_cluster_config"),
 				   ac_extension_object("archive_cluster_run_log"),
@@ -343,6 +349,12 @@ ac_log_run(const AcRunLog *log)
 	values[0] = Int32GetDatum(archive_cluster_run_log_max_rows);
 	ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_DELETE);
 }
+
+/*
+ * (The rows each call deletes are locked with SKIP LOCKED: rows another
+ * open transaction is deleting, trimming the same history, are left to it,
+ * rather than make this run wait for that transaction.)
+ */
 
 /* Record a run that failed with this error. */
 void

@@ -163,15 +163,15 @@ ac_check_cluster_columns(Relation rel, char **cluster_by, int ncluster)
 	}
 }
 
-/* A batch_rows argument: between 1 and AC_MAX_BATCH_ROWS. */
+/* A batch_rows argument: between 1 and AC_MAX_BATCH_ROWS; hint: how to go back to automatic. */
 void
-ac_check_batch_rows(int64 batch_rows)
+ac_check_batch_rows(int64 batch_rows, const char *hint)
 {
 	if (batch_rows < 1 || batch_rows > AC_MAX_BATCH_ROWS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("batch_rows must be between 1 and " INT64_FORMAT, AC_MAX_BATCH_ROWS),
-				 errhint("Pass NULL to size batches from the table's statistics.")));
+				 errhint("%s", hint)));
 }
 
 /* A hot_window argument: not negative. */
@@ -612,7 +612,7 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 	{
 		batch_rows = PG_GETARG_INT64(4);
-		ac_check_batch_rows(batch_rows);
+		ac_check_batch_rows(batch_rows, "Pass NULL to size batches from the table's statistics.");
 	}
 	timeout_ms = ac_interval_ms(PG_GETARG_INTERVAL_P(5), "lock_timeout");
 	retries = PG_GETARG_INT32(6);

@@ -113,8 +113,13 @@ ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 {
 	int			elevel = ac_is_background_worker() ? LOG : NOTICE;
 
-	/* the table's own bound (archive_cluster_alter), or the setting's */
-	int			timeout_ms = cfg->lock_timeout_ms > 0 ? cfg->lock_timeout_ms : archive_cluster_lock_timeout;
+	/*
+	 * The table's own bound (archive_cluster_alter) only shortens the
+	 * setting's: no owner makes runs wait longer for one table, delaying
+	 * every table after it.
+	 */
+	bool		own = cfg->lock_timeout_ms > 0 && cfg->lock_timeout_ms < archive_cluster_lock_timeout;
+	int			timeout_ms = own ? cfg->lock_timeout_ms : archive_cluster_lock_timeout;
 
 	if (!ac_try_run_lock(cfg->relation))
 	{
@@ -132,12 +137,18 @@ ac_table_lock(AcTableConfig *cfg, const char *relname, const char **status)
 		!ac_lock_relation_bounded(cfg->archive, RowExclusiveLock, timeout_ms))
 	{
 		*status = "skipped: lock not available";
-		ereport(elevel,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("skipping \"%s\": could not lock its view or tables within %s (%d ms)",
-						relname, cfg->lock_timeout_ms > 0 ? "its lock_timeout" : "archive_cluster.lock_timeout",
-						timeout_ms),
-				 errhint("Another transaction holds a conflicting lock; a later run will try again.")));
+		if (own)
+			ereport(elevel,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("skipping \"%s\": could not lock its view or tables within its own lock_timeout (%d ms)",
+							relname, timeout_ms),
+					 errhint("Another transaction holds a conflicting lock; a later run will try again.")));
+		else
+			ereport(elevel,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("skipping \"%s\": could not lock its view or tables within archive_cluster.lock_timeout (%d ms)",
+							relname, timeout_ms),
+					 errhint("Another transaction holds a conflicting lock; a later run will try again.")));
 		return false;
 	}
 	if (!ac_still_registered(cfg))

@@ -15,6 +15,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -213,10 +214,13 @@ int
 ac_interval_ms(Interval *iv, const char *argname)
 {
 	int64		us;
+	int64		days;
 
-	us = iv->time + (int64) iv->day * USECS_PER_DAY +
-		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	if (us < 1000 || us >= USECS_PER_DAY)
+	if (pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH, &days) ||
+		pg_add_s64_overflow(days, (int64) iv->day, &days) ||
+		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, iv->time, &us) ||
+		us < 1000 || us >= USECS_PER_DAY)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be between 1 millisecond and 1 day", argname)));

@@ -8,7 +8,9 @@
 # after the restart:
 #   count and checksum of the view are those before the run,
 #   no row is in both tables, and the rows are where the outcome says,
-#   amcheck: verify_heapam() of both tables reports nothing and
+#   amcheck: verify_heapam() of both tables reports nothing and (not
+#     where test/pg.sh says the installation has no amcheck:
+#     ARCHIVE_CLUSTER_NO_AMCHECK=1, PostgreSQL 16 from the pgserver wheel)
 #     bt_index_check(heapallindexed => true) passes for each of their indexes,
 #   the next run completes and keeps every row once.
 use strict;
@@ -28,12 +30,14 @@ restart_after_crash = on
 autovacuum = off
 });
 $node->start;
+my $amcheck = !$ENV{ARCHIVE_CLUSTER_NO_AMCHECK};
+diag('no amcheck in this installation: its checks are left out') unless $amcheck;
+$node->safe_psql('postgres', 'CREATE EXTENSION amcheck') if $amcheck;
 
 # 20,000 rows archived, 40,000 due in t_current, 5,000 hot (ts in the future)
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION archive_cluster;
-CREATE EXTENSION amcheck;
 CREATE TABLE t (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text NOT NULL, big text);
 CREATE INDEX ON t (cid, ts);
 CREATE UNIQUE INDEX t_pad_id ON t (pad, id);
@@ -67,6 +71,7 @@ sub tiers
 sub amcheck_clean
 {
 	my ($what) = @_;
+	return unless $amcheck;
 	foreach my $tab ('t_current', 't_archive')
 	{
 		is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('$tab')"),

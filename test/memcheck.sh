@@ -37,7 +37,7 @@ for f in "$bindir"/*; do
 done
 ln -sf "$vg/postgres" "$vg/bin/postgres"
 
-tar -C "$top" --exclude=.git --exclude=.pg18 --exclude=test/clients/.site --exclude=test/clients/output -cf - . | tar -C "$work" -xf -
+tar -C "$top" --exclude=.git --exclude='./.pg*' --exclude=test/clients/.site --exclude=test/clients/output -cf - . | tar -C "$work" -xf -
 rm -rf "$work/results" "$work/output_iso" "$work/tmp_check" "$work/tmp_check_iso"
 chown -R postgres: "$work"
 

