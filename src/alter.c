@@ -18,7 +18,6 @@
 
 #include "access/relation.h"
 #include "catalog/pg_type.h"
-#include "common/int.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -147,35 +146,13 @@ static int
 ac_lock_timeout_arg(Interval *iv)
 {
 	int64		us;
-	int64		days;
 
-	if (pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH, &days) ||
-		pg_add_s64_overflow(days, (int64) iv->day, &days) ||
-		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
-		pg_add_s64_overflow(us, iv->time, &us) ||
-		us < 0 || (us > 0 && us < 1000) || us > (int64) 3600 * 1000 * 1000)
+	if (!ac_interval_us(iv, &us) || us < 0 || (us > 0 && us < 1000) || us > USECS_PER_HOUR)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lock_timeout must be between 1 millisecond and 1 hour, or 0"),
 				 errhint("0 returns to archive_cluster.lock_timeout.")));
 	return (int) (us / 1000);
-}
-
-/* the relation's configuration, or the error of a relation not registered */
-static void
-ac_alter_load_config(Oid relid, AcTableConfig *cfg)
-{
-	if (!ac_load_config(relid, cfg))
-	{
-		Oid			viewid = ac_registered_view_of(relid);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not registered with archive_cluster",
-						get_rel_name(relid)),
-				 OidIsValid(viewid) ?
-				 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) : 0));
-	}
 }
 
 /*
@@ -275,7 +252,7 @@ archive_cluster_alter(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	ac_alter_load_config(relid, &cfg);
+	ac_load_config_or_error(relid, &cfg);
 	LockRelationOid(cfg.current, AccessShareLock);
 	ac_check_owner(cfg.current);
 
@@ -297,9 +274,9 @@ archive_cluster_alter(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent registration"),
 					 errhint("Call archive_cluster_alter() again in a new transaction.")));
-		ac_alter_load_config(relid, &locked);
+		ac_load_config_or_error(relid, &locked);
 	}
-	ac_alter_load_config(relid, &locked);
+	ac_load_config_or_error(relid, &locked);
 	if (locked.current != cfg.current || locked.archive != cfg.archive)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

@@ -92,6 +92,7 @@ extern uint64 ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtyp
 extern bool ac_load_config(Oid relation, AcTableConfig *cfg);
 extern List *ac_registered_relations(void);
 extern Oid	ac_registered_view_of(Oid relid);
+extern void ac_load_config_or_error(Oid relid, AcTableConfig *cfg);
 extern void ac_log_run(const AcRunLog *log);
 extern void ac_log_run_error(Oid relation, const char *kind, TimestampTz started,
 							 const char *started_by, Oid run_as, const char *error);
@@ -126,6 +127,7 @@ extern char *ac_qualified_name(Oid relid);
 extern void ac_spi_exec(const char *sql, int expected);
 extern void ac_lock_with_retries(Oid relid, int timeout_ms, int retries);
 extern bool ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms);
+extern bool ac_interval_us(Interval *iv, int64 *us);
 extern int	ac_interval_ms(Interval *iv, const char *argname);
 
 #define AC_DEFAULT_THRESHOLD 100000

@@ -198,6 +198,27 @@ ac_load_config(Oid relation, AcTableConfig *cfg)
 }
 
 /*
+ * ac_load_config, or the error of a relation that is not registered, with
+ * a hint naming the view when relid is one of its tables.
+ */
+void
+ac_load_config_or_error(Oid relid, AcTableConfig *cfg)
+{
+	Oid			viewid;
+
+	if (ac_load_config(relid, cfg))
+		return;
+	viewid = ac_registered_view_of(relid);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"%s\" is not registered with archive_cluster",
+					get_rel_name(relid)),
+			 OidIsValid(viewid) ?
+			 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) :
+			 errhint("Register it first with archive_cluster_register().")));
+}
+
+/*
  * OIDs of all registered views, in registration order, in a list allocated
  * in the caller's memory context (see ac_load_config).
  */

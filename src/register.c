@@ -749,17 +749,7 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 
-	if (!ac_load_config(relid, &cfg))
-	{
-		Oid			viewid = ac_registered_view_of(relid);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not registered with archive_cluster",
-						get_rel_name(relid)),
-				 OidIsValid(viewid) ?
-				 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) : 0));
-	}
+	ac_load_config_or_error(relid, &cfg);
 	ac_check_owner(relid);
 	ac_check_owner(cfg.current);
 	ac_check_owner(cfg.archive);

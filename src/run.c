@@ -410,18 +410,7 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 		Oid			relation = PG_GETARG_OID(0);
 
 		ac_check_relation_exists(relation);
-		if (!ac_load_config(relation, &cfg))
-		{
-			Oid			viewid = ac_registered_view_of(relation);
-
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("relation \"%s\" is not registered with archive_cluster",
-							get_rel_name(relation)),
-					 OidIsValid(viewid) ?
-					 errhint("Pass the registered view \"%s\" instead.", get_rel_name(viewid)) :
-					 errhint("Register it first with archive_cluster_register().")));
-		}
+		ac_load_config_or_error(relation, &cfg);
 		ac_check_owner(relation);
 		work(&cfg, arg, &res);
 		ac_put_result(rsinfo, kind, relation, &res);

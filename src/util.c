@@ -209,18 +209,28 @@ ac_spi_exec(const char *sql, int expected)
 			 SPI_result_code_string(rc), sql);
 }
 
+/*
+ * An interval as microseconds, months as 30 days and days as 24 hours (as
+ * lock_timeout takes them); false when that overflows.
+ */
+bool
+ac_interval_us(Interval *iv, int64 *us)
+{
+	int64		days;
+
+	return !(pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH, &days) ||
+			 pg_add_s64_overflow(days, (int64) iv->day, &days) ||
+			 pg_mul_s64_overflow(days, USECS_PER_DAY, us) ||
+			 pg_add_s64_overflow(*us, iv->time, us));
+}
+
 /* An interval argument in whole milliseconds, > 0 and < 1 day. */
 int
 ac_interval_ms(Interval *iv, const char *argname)
 {
 	int64		us;
-	int64		days;
 
-	if (pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH, &days) ||
-		pg_add_s64_overflow(days, (int64) iv->day, &days) ||
-		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
-		pg_add_s64_overflow(us, iv->time, &us) ||
-		us < 1000 || us >= USECS_PER_DAY)
+	if (!ac_interval_us(iv, &us) || us < 1000 || us >= USECS_PER_DAY)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be between 1 millisecond and 1 day", argname)));
