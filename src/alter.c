@@ -114,15 +114,11 @@ ac_check_new_cluster_by(AcTableConfig *cfg, char **cluster_by, int ncluster)
 	Relation	view = relation_open(cfg->relation, AccessShareLock);
 	Relation	cur = relation_open(cfg->current, AccessShareLock);
 	Relation	arc = relation_open(cfg->archive, AccessShareLock);
-	int			natts = RelationGetDescr(view)->natts;
-	AttrNumber *curatt = palloc(sizeof(AttrNumber) * natts);
-	AttrNumber *arcatt = palloc(sizeof(AttrNumber) * natts);
+	AttrNumber *curatt;
+	AttrNumber *arcatt;
 	int			i;
 
-	if (cfg->table_mode)
-		ac_child_columns(view, arc, curatt, arcatt);
-	else
-		ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+	ac_tiers_columns(view, cfg->table_mode, cfg->current, arc, &curatt, &arcatt);
 	for (i = 0; i < ncluster; i++)
 	{
 		int			col = ac_view_column_named(view, cluster_by[i]);

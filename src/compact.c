@@ -299,15 +299,11 @@ ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols, Oid 
 						Oid *colls, bool *nullsfirst)
 {
 	Relation	view = relation_open(cfg->relation, AccessShareLock);
-	int			natts = RelationGetDescr(view)->natts;
-	AttrNumber *curatt = palloc(sizeof(AttrNumber) * natts);
-	AttrNumber *arcatt = palloc(sizeof(AttrNumber) * natts);
+	AttrNumber *curatt;
+	AttrNumber *arcatt;
 	int			i;
 
-	if (cfg->table_mode)
-		ac_child_columns(view, arc, curatt, arcatt);
-	else
-		ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+	ac_tiers_columns(view, cfg->table_mode, cfg->current, arc, &curatt, &arcatt);
 	for (i = 0; i < cfg->ncluster; i++)
 	{
 		AttrNumber	attno = arcatt[ac_view_column_required(view, cfg->cluster_by[i])];

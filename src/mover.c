@@ -305,12 +305,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	 */
 	view = relation_open(cfg->relation, AccessShareLock);
 	natts = RelationGetDescr(view)->natts;
-	curatt = palloc(sizeof(AttrNumber) * natts);
-	arcatt = palloc(sizeof(AttrNumber) * natts);
-	if (cfg->table_mode)
-		ac_child_columns(view, m.arc, curatt, arcatt);
-	else
-		ac_tier_columns(view, cfg->current, cfg->archive, curatt, arcatt);
+	ac_tiers_columns(view, cfg->table_mode, cfg->current, m.arc, &curatt, &arcatt);
 
 	ageattno = curatt[ac_view_column_required(view, cfg->age_column)];
 	agetype = getBaseType(TupleDescAttr(RelationGetDescr(m.cur), ageattno - 1)->atttypid);

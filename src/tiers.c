@@ -210,6 +210,25 @@ ac_child_columns(Relation parent, Relation archive, AttrNumber *cur, AttrNumber 
 	}
 }
 
+/*
+ * Either mode: *cur and *arc, palloc'd, one entry per column of "view" (in
+ * table mode <t> itself), the attribute numbers of that column in current
+ * and in archive (ac_tier_columns, ac_child_columns).
+ */
+void
+ac_tiers_columns(Relation view, bool table_mode, Oid current, Relation archive,
+				 AttrNumber **cur, AttrNumber **arc)
+{
+	int			natts = RelationGetDescr(view)->natts;
+
+	*cur = palloc(sizeof(AttrNumber) * natts);
+	*arc = palloc(sizeof(AttrNumber) * natts);
+	if (table_mode)
+		ac_child_columns(view, archive, *cur, *arc);
+	else
+		ac_tier_columns(view, current, RelationGetRelid(archive), *cur, *arc);
+}
+
 /* The view column (0-based) of a configured column name; error if gone. */
 int
 ac_view_column_required(Relation view, const char *name)

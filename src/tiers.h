@@ -14,6 +14,8 @@ extern void ac_tier_columns(Relation view, Oid current, Oid archive,
 							AttrNumber *cur, AttrNumber *arc);
 extern void ac_child_columns(Relation parent, Relation archive, AttrNumber *cur,
 							 AttrNumber *arc);
+extern void ac_tiers_columns(Relation view, bool table_mode, Oid current, Relation archive,
+							 AttrNumber **cur, AttrNumber **arc);
 extern int	ac_view_column_of(const AttrNumber *atts, int natts, AttrNumber attnum);
 extern int	ac_view_column_named(Relation view, const char *name);
 extern int	ac_view_column_required(Relation view, const char *name);
