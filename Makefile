@@ -6,51 +6,51 @@
 
 MODULE_big = archive_cluster
 OBJS = \
-	src/alter.o \
-	src/archive_checks.o \
-	src/archive_cluster.o \
-	src/archive_writer.o \
-	src/compact.o \
-	src/config.o \
-	src/constraints.o \
-	src/guc.o \
-	src/index_fill.o \
-	src/index_rebuild.o \
-	src/key_probe.o \
-	src/key_range.o \
-	src/key_sample.o \
-	src/launcher.o \
-	src/loose.o \
-	src/mover.o \
-	src/on_conflict.o \
-	src/pace.o \
-	src/pool.o \
-	src/pool_views.o \
-	src/register.o \
-	src/replication.o \
-	src/row_locks.o \
-	src/run.o \
-	src/stats.o \
-	src/table_mode.o \
-	src/threshold.o \
-	src/tier_guard.o \
-	src/tier_indexes.o \
-	src/tier_lock_order.o \
-	src/tier_lookup.o \
-	src/tier_unique.o \
-	src/tier_validate.o \
-	src/tiers.o \
-	src/triggers.o \
-	src/unarchive.o \
-	src/util.o \
-	src/utility.o \
-	src/view_buffer.o \
-	src/view_cache.o \
-	src/view_direct.o \
-	src/view_identity.o \
-	src/view_keys.o \
-	src/worker.o \
-	src/worker_job.o
+	src/init.o \
+	src/admin/alter.o \
+	src/admin/register.o \
+	src/archive/archive_writer.o \
+	src/archive/compact.o \
+	src/archive/key_sample.o \
+	src/archive/loose.o \
+	src/archive/mover.o \
+	src/archive/pace.o \
+	src/archive/run.o \
+	src/archive/threshold.o \
+	src/base/guc.o \
+	src/base/key_probe.o \
+	src/base/util.o \
+	src/registry/archive_checks.o \
+	src/registry/config.o \
+	src/registry/constraints.o \
+	src/registry/replication.o \
+	src/registry/tiers.o \
+	src/stats/index_fill.o \
+	src/stats/stats.o \
+	src/table/key_range.o \
+	src/table/on_conflict.o \
+	src/table/table_mode.o \
+	src/table/tier_guard.o \
+	src/table/tier_indexes.o \
+	src/table/tier_lock_order.o \
+	src/table/tier_lookup.o \
+	src/table/tier_unique.o \
+	src/table/tier_validate.o \
+	src/table/unarchive.o \
+	src/view/row_locks.o \
+	src/view/triggers.o \
+	src/view/view_buffer.o \
+	src/view/view_cache.o \
+	src/view/view_direct.o \
+	src/view/view_identity.o \
+	src/view/view_keys.o \
+	src/worker/index_rebuild.o \
+	src/worker/launcher.o \
+	src/worker/pool.o \
+	src/worker/pool_views.o \
+	src/worker/utility.o \
+	src/worker/worker.o \
+	src/worker/worker_job.o
 
 EXTENSION = archive_cluster
 DATA = archive_cluster--1.0.sql
@@ -70,4 +70,4 @@ include $(PGXS)
 
 # PGXS tracks no header: every object depends on every header of src/
 # (after the include, which sets srcdir)
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)

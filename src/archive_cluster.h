@@ -18,7 +18,7 @@
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
-#include "guc.h"
+#include "base/guc.h"
 
 #define AC_MAX_CLUSTER_COLS 8
 

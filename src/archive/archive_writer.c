@@ -1,0 +1,401 @@
+/*-------------------------------------------------------------------------
+ *
+ * archive_writer.c
+ *		Writing rows into <t>_archive, for runs (mover.c) and compactions
+ *		(compact.c): rows come sorted by the cluster key; they are buffered
+ *		a page's worth at a time and handed to table_multi_insert() onto an
+ *		empty page (ac_writer_flush): one the free space map knows to be
+ *		empty (a compaction emptied it, VACUUM freed it), else a new one.
+ *		So the archive reuses the space compactions free, and no row of a
+ *		later key goes into a hole among earlier keys' rows.  The index
+ *		entries are then sorted per index and inserted in index order
+ *		(ac_writer_finish).  The pages written are noted, for the loose set
+ *		(loose.c).  Each row and index entry is paced (pace.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/hio.h"
+#include "access/htup_details.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/freespace.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+
+#include "archive/archive_writer.h"
+#include "compat.h"
+#include "table/tier_guard.h"
+
+/*
+ * Index entries of a batch.  With only btree indexes (no exclusion or
+ * deferred constraints), they are sorted per index and inserted in index
+ * order: each index is then walked from left to right, and an index whose
+ * key grows with time (an id, a timestamp) gets its entries appended at its
+ * rightmost page, where btree inserts take a fast path.  Otherwise they are
+ * inserted row by row as an INSERT would.
+ */
+static bool
+ac_can_sort_indexes(ResultRelInfo *rri)
+{
+	int			i;
+
+	for (i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	index = rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (index->rd_rel->relam != BTREE_AM_OID || ii->ii_ExclusionOps != NULL ||
+			!index->rd_index->indimmediate)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Bytes a heap page of rel offers to rows: the page less its header, and
+ * less the free space its fill factor keeps.
+ */
+static Size
+ac_page_space(Relation rel)
+{
+	return BLCKSZ - SizeOfPageHeaderData -
+		RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+}
+
+/*
+ * Start writing into rel (a tier, opened by the caller) in the caller's
+ * transaction and memory context.  "speculative": its unique indexes are
+ * opened as for ON CONFLICT (careful runs probe them).  Guard indexes (table
+ * mode) are left out: rows written here keep their keys.
+ */
+void
+ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace)
+{
+	int			i;
+
+	memset(w, 0, sizeof(AcWriter));
+	w->rel = rel;
+	w->pace = pace;
+	w->cid = GetCurrentCommandId(true);
+	w->estate = CreateExecutorState();
+	w->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(w->rri, rel, 0, NULL, 0);
+	ExecOpenIndices(w->rri, speculative);
+	ac_guard_leave_out(w->rri);
+	w->sorted_indexes = ac_can_sort_indexes(w->rri);
+	w->isorts = palloc0(sizeof(Tuplesortstate *) * Max(w->rri->ri_NumIndices, 1));
+	w->predicates = palloc0(sizeof(ExprState *) * Max(w->rri->ri_NumIndices, 1));
+	w->bistate = GetBulkInsertState();
+	w->page_space = ac_page_space(rel);
+	w->page = InvalidBlockNumber;
+	for (i = 0; i < AC_PAGE_SLOTS; i++)
+		w->slots[i] = table_slot_create(rel, NULL);
+	w->maxblocks = 1024;
+	w->blocks = palloc(sizeof(BlockNumber) * w->maxblocks);
+	w->flushcxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster writer",
+										ALLOCSET_DEFAULT_SIZES);
+}
+
+/* The slot to fill with the next row; then call ac_writer_add(). */
+TupleTableSlot *
+ac_writer_slot(AcWriter *w)
+{
+	return w->slots[w->nslots];
+}
+
+/* Bytes the row in slot takes on a heap page: aligned, with its line pointer. */
+static Size
+ac_row_space(TupleTableSlot *slot)
+{
+	return MAXALIGN(ExecFetchSlotHeapTuple(slot, true, NULL)->t_len) + sizeof(ItemIdData);
+}
+
+/* Does a row of "space" bytes fit on the page after the buffered rows? */
+static bool
+ac_fits(AcWriter *w, Size space)
+{
+	if (w->nslots == 0 && w->page == InvalidBlockNumber)
+		return true;
+	return w->used + space <= w->page_space &&
+		w->page_rows + w->nslots < MaxHeapTuplesPerPage;
+}
+
+/* Does the row in slot fit on the page after the buffered rows? */
+bool
+ac_writer_fits(AcWriter *w, TupleTableSlot *slot)
+{
+	return ac_fits(w, ac_row_space(slot));
+}
+
+static void
+ac_index_sorts_begin(AcWriter *w)
+{
+	int			n = w->rri->ri_NumIndices;
+	int			workmem = Max(maintenance_work_mem / Max(n, 1), 1024);
+	int			i;
+
+	for (i = 0; i < n; i++)
+		w->isorts[i] = tuplesort_begin_index_btree(w->rel, w->rri->ri_IndexRelationDescs[i],
+												   false, false, workmem, NULL,
+												   TUPLESORT_NONE);
+}
+
+/* Add the index entries of one written row to the sorts. */
+static void
+ac_index_sorts_put(AcWriter *w, TupleTableSlot *slot)
+{
+	ExprContext *econtext = GetPerTupleExprContext(w->estate);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	int			i;
+
+	econtext->ecxt_scantuple = slot;
+	for (i = 0; i < w->rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = w->rri->ri_IndexRelationInfo[i];
+
+		/* being built by CREATE INDEX CONCURRENTLY: not yet, as INSERT does */
+		if (!ii->ii_ReadyForInserts)
+			continue;
+		if (ii->ii_Predicate != NIL)
+		{
+			if (w->predicates[i] == NULL)
+				w->predicates[i] = ExecPrepareQual(ii->ii_Predicate, w->estate);
+			if (!ExecQual(w->predicates[i], econtext))
+				continue;
+		}
+		FormIndexDatum(ii, slot, w->estate, values, isnull);
+		tuplesort_putindextuplevalues(w->isorts[i], w->rri->ri_IndexRelationDescs[i],
+									  &slot->tts_tid, values, isnull);
+	}
+}
+
+/*
+ * The slot from ac_writer_slot() is filled: buffer its row, after writing
+ * the buffered rows onto a page of their own if it does not fit with them.
+ */
+void
+ac_writer_add(AcWriter *w)
+{
+	TupleTableSlot *slot = w->slots[w->nslots];
+	Size		space = ac_row_space(slot);
+
+	ac_pace(w->pace);
+	if (!ac_fits(w, space))
+	{
+		int			n = w->nslots;
+
+		(void) ac_writer_flush(w);
+		/* the row starts the next page */
+		w->slots[n] = w->slots[0];
+		w->slots[0] = slot;
+	}
+	w->nslots++;
+	w->used += space;
+}
+
+/* Forget the buffered rows (the caller wrote them elsewhere). */
+void
+ac_writer_clear(AcWriter *w)
+{
+	int			i;
+
+	for (i = 0; i < w->nslots; i++)
+		ExecClearTuple(w->slots[i]);
+	w->nslots = 0;
+	w->used = 0;
+	w->page = InvalidBlockNumber;
+	w->page_rows = 0;
+}
+
+/* Note a page rows went to (consecutive rows mostly share one). */
+static void
+ac_note_block(AcWriter *w, BlockNumber blk)
+{
+	if (w->nblocks > 0 && w->blocks[w->nblocks - 1] == blk)
+		return;
+	if (w->nblocks == w->maxblocks)
+	{
+		w->maxblocks *= 2;
+		w->blocks = repalloc_huge(w->blocks, sizeof(BlockNumber) * w->maxblocks);
+	}
+	w->blocks[w->nblocks++] = blk;
+}
+
+/*
+ * Insert the buffered rows starting on page blk, then their index entries
+ * (or sort them).  The free space map is skipped: a row that does not fit
+ * on blk after all goes onto a new page at the end of the table, never into
+ * a hole among earlier keys' rows.  True if the first row went onto blk.
+ */
+static bool
+ac_writer_insert(AcWriter *w, BlockNumber blk)
+{
+	MemoryContext oldcxt;
+	bool		landed;
+	int			i;
+
+	if (w->sorted_indexes && w->rri->ri_NumIndices > 0 && w->isorts[0] == NULL)
+		ac_index_sorts_begin(w);
+	for (i = 0; i < w->nslots; i++)
+		w->bytes += ExecFetchSlotHeapTuple(w->slots[i], true, NULL)->t_len;
+	w->rows += w->nslots;
+	/* what it allocates (its array of tuples, TOASTed copies) is not freed by it */
+	oldcxt = MemoryContextSwitchTo(w->flushcxt);
+	ReleaseBulkInsertStatePin(w->bistate);
+	RelationSetTargetBlock(w->rel, blk);
+	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, TABLE_INSERT_SKIP_FSM, w->bistate);
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(w->flushcxt);
+	landed = ItemPointerGetBlockNumber(&w->slots[0]->tts_tid) == blk;
+	for (i = 0; i < w->nslots; i++)
+	{
+		ac_note_block(w, ItemPointerGetBlockNumber(&w->slots[i]->tts_tid));
+		if (w->rri->ri_NumIndices > 0 && w->sorted_indexes)
+			ac_index_sorts_put(w, w->slots[i]);
+		else if (w->rri->ri_NumIndices > 0)
+		{
+			List	   *recheck = ac_insert_index_tuples(w->rri, w->slots[i], w->estate);
+
+			if (recheck != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("deferrable unique constraints on \"%s\" are not supported",
+								RelationGetRelationName(w->rel))));
+		}
+		ExecClearTuple(w->slots[i]);
+		ResetPerTupleExprContext(w->estate);
+	}
+	w->nslots = 0;
+	return landed;
+}
+
+/* The free space of page blk, as the heap counts it, and its rows. */
+static Size
+ac_page_free(AcWriter *w, BlockNumber blk, int *rows)
+{
+	Buffer		buf = ReadBufferExtended(w->rel, MAIN_FORKNUM, blk, RBM_NORMAL,
+										 w->bistate->strategy);
+	Page		page;
+	Size		free;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (PageIsNew(page))
+	{
+		free = BLCKSZ - SizeOfPageHeaderData - sizeof(ItemIdData);
+		*rows = 0;
+	}
+	else
+	{
+		free = PageGetHeapFreeSpace(page);
+		*rows = PageGetMaxOffsetNumber(page);
+	}
+	UnlockReleaseBuffer(buf);
+	return free;
+}
+
+/*
+ * Write the buffered rows (at most a page's worth: ac_writer_add) onto an
+ * empty page: one the free space map knows to be empty, else a new page
+ * added to the table; or onto the page the last flush left with room.
+ * Then record the page's free space as it is: rows the heap stored smaller
+ * than estimated (TOASTed by the archive's own settings) leave room, which
+ * the next flush fills (unless w->page_per_flush), and another session may
+ * have written there too.  Returns the page, or InvalidBlockNumber when
+ * nothing was buffered or the rows went elsewhere (another session took the
+ * page first: the free space map is a hint, nothing reserves a page).
+ */
+BlockNumber
+ac_writer_flush(AcWriter *w)
+{
+	BlockNumber blk = w->page;
+	bool		landed;
+	Size		free;
+	int			rows;
+
+	w->page = InvalidBlockNumber;
+	w->page_rows = 0;
+	w->used = 0;
+	if (w->nslots == 0)
+		return InvalidBlockNumber;
+	if (blk == InvalidBlockNumber)
+	{
+		/* only a page with nothing on it is in the top category */
+		blk = GetPageWithFreeSpace(w->rel, MaxHeapTupleSize);
+		if (blk == InvalidBlockNumber)
+			blk = ac_extend_by_one_page(w->rel, w->bistate->strategy);
+	}
+	landed = ac_writer_insert(w, blk);
+	free = ac_page_free(w, blk, &rows);
+	RecordPageWithFreeSpace(w->rel, blk, free);
+	if (!landed)
+		return InvalidBlockNumber;
+	if (!w->page_per_flush && free >= w->page_space / 4)
+	{
+		w->page = blk;
+		w->page_rows = rows;
+		w->used = BLCKSZ - SizeOfPageHeaderData - sizeof(ItemIdData) - free;
+	}
+	return blk;
+}
+
+/* Insert the sorted entries of each index; unique indexes are checked. */
+void
+ac_writer_finish(AcWriter *w)
+{
+	int			i;
+
+	if (w->isorts[0] == NULL)
+		return;
+	for (i = 0; i < w->rri->ri_NumIndices; i++)
+	{
+		Relation	index = w->rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = w->rri->ri_IndexRelationInfo[i];
+		TupleDesc	desc = RelationGetDescr(index);
+		IndexTuple	itup;
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+
+		tuplesort_performsort(w->isorts[i]);
+		while ((itup = tuplesort_getindextuple(w->isorts[i], true)) != NULL)
+		{
+			CHECK_FOR_INTERRUPTS();
+			ac_pace(w->pace);
+			index_deform_tuple(itup, desc, values, isnull);
+			index_insert(index, values, isnull, &itup->t_tid, w->rel,
+						 index->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+						 false, ii);
+		}
+		tuplesort_end(w->isorts[i]);
+		w->isorts[i] = NULL;
+	}
+}
+
+void
+ac_writer_end(AcWriter *w)
+{
+	int			i;
+
+	for (i = 0; i < AC_PAGE_SLOTS; i++)
+		ExecDropSingleTupleTableSlot(w->slots[i]);
+	FreeBulkInsertState(w->bistate);
+	table_finish_bulk_insert(w->rel, 0);
+	/* this backend's next insert into the table picks its page afresh */
+	RelationSetTargetBlock(w->rel, InvalidBlockNumber);
+	ExecCloseIndices(w->rri);
+	FreeExecutorState(w->estate);
+	pfree(w->blocks);
+	MemoryContextDelete(w->flushcxt);
+	pfree(w->isorts);
+	pfree(w->predicates);
+}

@@ -1,0 +1,58 @@
+/*-------------------------------------------------------------------------
+ *
+ * archive_writer.h
+ *		Writing rows into <t>_archive with their index entries
+ *		(archive_writer.c), for runs and compactions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHIVE_CLUSTER_ARCHIVE_WRITER_H
+#define ARCHIVE_CLUSTER_ARCHIVE_WRITER_H
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "executor/executor.h"
+#include "utils/tuplesort.h"
+
+#include "archive/pace.h"
+
+/* rows buffered: a page's worth, and the next row */
+#define AC_PAGE_SLOTS (MaxHeapTuplesPerPage + 1)
+
+typedef struct AcWriter
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	BulkInsertState bistate;
+	CommandId	cid;
+	TupleTableSlot *slots[AC_PAGE_SLOTS];
+	int			nslots;
+	Size		page_space;		/* bytes a page offers to rows */
+	Size		used;			/* bytes taken on the page being filled */
+	BlockNumber page;			/* the page the last flush left with room */
+	int			page_rows;		/* rows already on it */
+	bool		page_per_flush; /* each flush onto a page of its own */
+	bool		sorted_indexes; /* index entries sorted per index */
+	Tuplesortstate **isorts;	/* one per index, while rows are written */
+	ExprState **predicates;		/* of partial indexes */
+	AcPace	   *pace;
+	MemoryContext flushcxt;		/* table_multi_insert()'s allocations, per call */
+	/* what was written */
+	int64		rows;
+	int64		bytes;			/* of the rows as given */
+	BlockNumber *blocks;		/* the pages rows went to, each once */
+	int			nblocks;
+	int			maxblocks;
+} AcWriter;
+
+extern void ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace);
+extern TupleTableSlot *ac_writer_slot(AcWriter *w);
+extern bool ac_writer_fits(AcWriter *w, TupleTableSlot *slot);
+extern void ac_writer_add(AcWriter *w);
+extern void ac_writer_clear(AcWriter *w);
+extern BlockNumber ac_writer_flush(AcWriter *w);
+extern void ac_writer_finish(AcWriter *w);
+extern void ac_writer_end(AcWriter *w);
+
+#endif							/* ARCHIVE_CLUSTER_ARCHIVE_WRITER_H */

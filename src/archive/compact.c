@@ -1,0 +1,598 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact.c
+ *		Compaction of a registered table's archive: archive_cluster_compact()
+ *		and ac_compact_table(), which the worker shares.
+ *
+ *		Each run appends one sorted batch, so a key's archived rows lie in
+ *		one island per run, each about a partly filled page more than its
+ *		rows need.  A compaction reads the rows on the archive's loose pages
+ *		(loose.c: the pages runs appended since the last compaction, and the
+ *		ends of keys it left itself), deletes them and writes them again
+ *		sorted by the cluster key, a page at a time, each onto an empty page:
+ *		- while a key has a page's worth of rows left, its oldest fill a
+ *		  page of their own, which is "settled": it is what the same rows
+ *		  freshly rewritten in cluster order would give, and no compaction
+ *		  reads it again;
+ *		- the rest of each key, less than a page, goes onto "loose" pages
+ *		  with the ends of the neighbouring keys, which the next compaction
+ *		  rewrites with the rows runs added meanwhile.
+ *		So a key's rows end up on its settled pages plus one island of loose
+ *		pages, and a row is rewritten until its page is settled.
+ *
+ *		The guarantees of a run: one transaction; rows deleted without
+ *		waiting (a row another transaction is changing or locking stays
+ *		where it is, its page loose) and marked as moved, so that a
+ *		transaction that waited to update, delete or lock one fails with
+ *		SQLSTATE 40001 instead of missing it; the table's run lock, so that
+ *		runs and compactions of a table never overlap; as the table's owner;
+ *		paced by archive_cluster.compaction_max_wal_rate.  The pages it
+ *		emptied are freed by a VACUUM of the archive (the worker's, after
+ *		compacting) and reused by the next run or compaction, which take
+ *		empty pages from the free space map before they add new ones
+ *		(archive_writer.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufpage.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/sortsupport.h"
+#include "utils/tuplesort.h"
+#include "utils/typcache.h"
+
+#include "archive_cluster.h"
+#include "archive/archive_writer.h"
+#include "archive/compact.h"
+#include "compat.h"
+#include "archive/key_sample.h"
+#include "archive/loose.h"
+#include "archive/pace.h"
+#include "registry/tiers.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_compact);
+
+/* keys sampled to decide whether a compaction is due */
+#define AC_DUE_SAMPLE_KEYS 100
+
+static void ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols,
+									Oid *ops, Oid *colls, bool *nullsfirst);
+
+/* State of one compaction of one archive. */
+typedef struct AcCompactor
+{
+	Relation	arc;
+	AcPace		pace;
+	AcWriter	settled;		/* the page of one key being filled */
+	AcWriter	loose;			/* the ends of keys, together */
+	TupleTableSlot *rowslot;	/* the next sorted row */
+	AttrNumber	keyattno;		/* the leading cluster column */
+	SortSupportData keysort;
+	MemoryContext keycxt;		/* the current key's copy */
+	Datum		key;
+	bool		key_isnull;
+	bool		have_key;
+	BlockNumber *keep;			/* pages left loose besides loose's own */
+	int			nkeep;
+	int			maxkeep;
+	int64		settled_pages;
+	int64		busy;
+} AcCompactor;
+
+/*
+ * Bytes a row of the archive takes on a page, from what the table's last
+ * runs wrote (archive_cluster_run_log.bytes_written, the rows' own bytes),
+ * aligned and with its line pointer; the planner's estimate of the row width
+ * when no run has recorded it.
+ */
+double
+ac_archive_row_bytes(Oid relation, Relation arc)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	double		result = 0;
+	char	   *sql;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sql = psprintf("SELECT pg_catalog.sum(bytes_written)::pg_catalog.float8"
+				   " OPERATOR(pg_catalog./) NULLIF(pg_catalog.sum(rows_moved), 0)"
+				   " FROM (SELECT bytes_written, rows_moved FROM %s"
+				   "  WHERE relation OPERATOR(pg_catalog.=) $1 AND error IS NULL"
+				   "  AND bytes_written OPERATOR(pg_catalog.>) 0"
+				   "  ORDER BY run_id DESC LIMIT 20) r",
+				   ac_extension_object("archive_cluster_run_log"));
+	values[0] = ObjectIdGetDatum(relation);
+	if (ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_SELECT) == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = MAXALIGN((Size) (DatumGetFloat8(d) + 0.5)) + sizeof(ItemIdData);
+	}
+	SPI_finish();
+	return result > 0 ? result : ac_row_bytes(arc);
+}
+
+/*
+ * The share of its archive's heap pages that compacting this table would
+ * save when reading a key's rows: over keys sampled from the archive's index
+ * on its key (the first cluster column), the pages per key a compaction
+ * would save (ac_compactable_average()) over the pages per key.  So a
+ * compaction is due as soon as the runs since the last one make reading a
+ * key's archived rows that much dearer than reading them compacted, whatever
+ * the number of rows a key has.  0 when the archive has no loose pages or no
+ * such index.
+ */
+double
+ac_compactable_share(AcTableConfig *cfg)
+{
+	Relation	arc;
+	Relation	index;
+	AcLooseSet	loose;
+	AcKeys		keys;
+	AcTierCounts counts;
+	pg_prng_state rng;
+	AttrNumber	cols[AC_MAX_CLUSTER_COLS];
+	Oid			ops[AC_MAX_CLUSTER_COLS];
+	Oid			colls[AC_MAX_CLUSTER_COLS];
+	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
+	AttrNumber	attnum;
+	Oid			indexid;
+	double		avg_loose;
+	double		compactable;
+	double		avg_pages;
+
+	ac_loose_load(cfg->relation, &loose);
+	if (loose.nranges == 0)
+		return 0;
+	arc = table_open(cfg->archive, AccessShareLock);
+	ac_archive_sort_columns(cfg, arc, cols, ops, colls, nullsfirst);
+	attnum = cols[0];
+	indexid = ac_key_index(arc, attnum);
+	if (!OidIsValid(indexid))
+	{
+		table_close(arc, AccessShareLock);
+		return 0;
+	}
+	index = index_open(indexid, AccessShareLock);
+	ac_keys_init(&keys, index);
+	pg_prng_seed(&rng, 0);
+	ac_sample_keys(index, AC_DUE_SAMPLE_KEYS, &rng, &keys);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ac_count_tier(arc, index, &keys, &loose, &counts);
+	PopActiveSnapshot();
+	compactable = ac_compactable_average(keys.nkeys, &counts,
+										 ac_archive_row_bytes(cfg->relation, arc),
+										 &avg_loose, &avg_pages);
+	index_close(index, AccessShareLock);
+	table_close(arc, AccessShareLock);
+	return avg_pages > 0 ? compactable / avg_pages : 0;
+}
+
+/* Keep this page loose (a row left on it, or one that did not fit). */
+static void
+ac_keep_loose(AcCompactor *c, BlockNumber blk)
+{
+	if (c->nkeep == c->maxkeep)
+	{
+		c->maxkeep *= 2;
+		c->keep = repalloc_huge(c->keep, sizeof(BlockNumber) * c->maxkeep);
+	}
+	c->keep[c->nkeep++] = blk;
+}
+
+/*
+ * Write settled's buffered rows, a page's worth of one key, onto a page of
+ * their own; rows that did not fit after all leave the page they went to
+ * loose.
+ */
+static void
+ac_flush_settled(AcCompactor *c)
+{
+	int			before = c->settled.nblocks;
+	BlockNumber blk;
+	int			i;
+
+	blk = ac_writer_flush(&c->settled);
+	for (i = before; i < c->settled.nblocks; i++)
+		if (c->settled.blocks[i] != blk)
+			ac_keep_loose(c, c->settled.blocks[i]);
+	c->settled.nblocks = before;
+	if (blk != InvalidBlockNumber)
+		c->settled_pages++;
+}
+
+/*
+ * The end of a key: its rows short of a page go to the loose pages; a page
+ * that one more of its last row would not fit in is full, and settles.
+ */
+static void
+ac_end_key(AcCompactor *c)
+{
+	int			i;
+
+	if (c->settled.nslots > 0 &&
+		!ac_writer_fits(&c->settled, c->settled.slots[c->settled.nslots - 1]))
+	{
+		ac_flush_settled(c);
+		return;
+	}
+	for (i = 0; i < c->settled.nslots; i++)
+	{
+		ExecCopySlot(ac_writer_slot(&c->loose), c->settled.slots[i]);
+		ac_writer_add(&c->loose);
+	}
+	ac_writer_clear(&c->settled);
+}
+
+/* Is the row in rowslot of another key than the rows before it? */
+static bool
+ac_new_key(AcCompactor *c)
+{
+	bool		isnull;
+	Datum		key = slot_getattr(c->rowslot, c->keyattno, &isnull);
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(c->arc), c->keyattno - 1);
+	MemoryContext oldcxt;
+
+	if (c->have_key && isnull == c->key_isnull &&
+		(isnull || ApplySortComparator(key, false, c->key, false, &c->keysort) == 0))
+		return false;
+	MemoryContextReset(c->keycxt);
+	oldcxt = MemoryContextSwitchTo(c->keycxt);
+	c->key = isnull ? (Datum) 0 : datumCopy(key, att->attbyval, att->attlen);
+	MemoryContextSwitchTo(oldcxt);
+	c->key_isnull = isnull;
+	c->have_key = true;
+	return true;
+}
+
+/* Write the sorted rows: settled pages of one key, the ends of keys loose. */
+static void
+ac_write_sorted(AcCompactor *c, Tuplesortstate *sort)
+{
+	TupleTableSlot *sortslot = MakeSingleTupleTableSlot(RelationGetDescr(c->arc),
+														&TTSOpsMinimalTuple);
+
+	while (tuplesort_gettupleslot(sort, true, false, sortslot, NULL))
+	{
+		CHECK_FOR_INTERRUPTS();
+		ExecCopySlot(c->rowslot, sortslot);
+		if (ac_new_key(c))
+			ac_end_key(c);
+		/* a page full of the key's rows: settled */
+		if (!ac_writer_fits(&c->settled, c->rowslot))
+			ac_flush_settled(c);
+		ExecCopySlot(ac_writer_slot(&c->settled), c->rowslot);
+		ac_writer_add(&c->settled);
+	}
+	ac_end_key(c);
+	(void) ac_writer_flush(&c->loose);
+	ExecDropSingleTupleTableSlot(sortslot);
+}
+
+/*
+ * The cluster columns of the archive (sort columns, operators and
+ * collations), by way of the view's columns, as the mover finds them.
+ */
+static void
+ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols, Oid *ops,
+						Oid *colls, bool *nullsfirst)
+{
+	Relation	view = relation_open(cfg->relation, AccessShareLock);
+	AttrNumber *curatt;
+	AttrNumber *arcatt;
+	int			i;
+
+	ac_tiers_columns(view, cfg->table_mode, cfg->current, arc, &curatt, &arcatt);
+	for (i = 0; i < cfg->ncluster; i++)
+	{
+		AttrNumber	attno = arcatt[ac_view_column_required(view, cfg->cluster_by[i])];
+		Form_pg_attribute att;
+
+		if (attno == InvalidAttrNumber)
+			elog(ERROR, "cluster column \"%s\" has no column in \"%s\"",
+				 cfg->cluster_by[i], RelationGetRelationName(arc));
+		att = TupleDescAttr(RelationGetDescr(arc), attno - 1);
+		cols[i] = attno;
+		ops[i] = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR)->lt_opr;
+		colls[i] = att->attcollation;
+		nullsfirst[i] = false;
+	}
+	relation_close(view, NoLock);
+}
+
+/*
+ * The rows on the loose pages that this transaction's snapshot sees, range
+ * after range until archive_cluster.max_batch_rows rows are collected (one
+ * compaction is one transaction: bounded); *nranges gets the ranges read,
+ * the others are left for the next compaction.  New rows are written only
+ * once all are collected, so none of them is read back, wherever it goes.
+ */
+static ItemPointerData *
+ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntids,
+				 int *nranges)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(arc);
+	TupleTableSlot *slot = table_slot_create(arc, NULL);
+	int64		max = 1024;
+	ItemPointerData *tids = palloc_extended(sizeof(ItemPointerData) * max, MCXT_ALLOC_HUGE);
+	int			r;
+
+	*ntids = 0;
+	for (r = 0; r < loose->nranges && *ntids < archive_cluster_max_batch_rows; r++)
+	{
+		BlockNumber end = Min(loose->ranges[r].end, nblocks);
+		ItemPointerData mintid;
+		ItemPointerData maxtid;
+		TableScanDesc scan;
+
+		if (loose->ranges[r].start >= end)
+			continue;
+		ItemPointerSet(&mintid, loose->ranges[r].start, FirstOffsetNumber);
+		ItemPointerSet(&maxtid, end - 1, MaxOffsetNumber);
+		scan = ac_table_beginscan_tidrange(arc, snapshot, &mintid, &maxtid);
+		while (table_scan_getnextslot_tidrange(scan, ForwardScanDirection, slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (*ntids == max)
+			{
+				max *= 2;
+				tids = repalloc_huge(tids, sizeof(ItemPointerData) * max);
+			}
+			tids[(*ntids)++] = slot->tts_tid;
+		}
+		table_endscan(scan);
+	}
+	*nranges = r;
+	ExecDropSingleTupleTableSlot(slot);
+	return tids;
+}
+
+/*
+ * A deferrable unique constraint on the archive would be checked only after
+ * every row was rewritten (as for runs, which check it row by row): refused
+ * before anything is done.
+ */
+static void
+ac_check_immediate_unique(Relation arc)
+{
+	List	   *indexes = RelationGetIndexList(arc);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		deferrable = index->rd_index->indisunique && !index->rd_index->indimmediate;
+		char	   *name = pstrdup(RelationGetRelationName(index));
+
+		index_close(index, AccessShareLock);
+		if (deferrable)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot compact \"%s\": its unique index \"%s\" is deferrable",
+							RelationGetRelationName(arc), name),
+					 errhint("Make the constraint NOT DEFERRABLE, or turn compaction off for this table's database (archive_cluster.compaction).")));
+	}
+	list_free(indexes);
+}
+
+/*
+ * Compact the archive of one registered table, in the caller's transaction,
+ * as whoever calls (ac_compact_table: the table's owner).  Returns the rows
+ * rewritten; *bytes, *paced_us and *busy get the rest.
+ */
+static int64
+ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster compaction",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	AcCompactor c;
+	AcLooseSet	loose;
+	AttrNumber	cols[AC_MAX_CLUSTER_COLS];
+	Oid			ops[AC_MAX_CLUSTER_COLS];
+	Oid			colls[AC_MAX_CLUSTER_COLS];
+	bool		nullsfirst[AC_MAX_CLUSTER_COLS];
+	Snapshot	snapshot;
+	Tuplesortstate *sort;
+	TupleTableSlot *fetchslot;
+	ItemPointerData *tids;
+	int64		ntids;
+	int			nread;
+	int64		rows;
+	CommandId	cid;
+	int64		i;
+
+	memset(&c, 0, sizeof(c));
+	c.arc = table_open(cfg->archive, RowExclusiveLock);
+	/* a published archive needs a replica identity for the deletes, as DELETE does */
+	CheckCmdReplicaIdentity(c.arc, CMD_DELETE);
+	ac_check_immediate_unique(c.arc);
+	ac_archive_sort_columns(cfg, c.arc, cols, ops, colls, nullsfirst);
+	ac_loose_load(cfg->relation, &loose);
+	if (loose.nranges == 0)
+	{
+		table_close(c.arc, NoLock);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(cxt);
+		*bytes = *paced_us = *busy = 0;
+		return 0;
+	}
+
+	/* the deletes and the writes in one command, after the SPI calls above */
+	cid = GetCurrentCommandId(true);
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	tids = ac_collect_loose(c.arc, &loose, snapshot, &ntids, &nread);
+
+	ac_pace_init(&c.pace, archive_cluster_compaction_max_wal_rate, true,
+				 ac_wait_event("ArchiveClusterCompactionPacing"));
+	c.maxkeep = 64;
+	c.keep = palloc(sizeof(BlockNumber) * c.maxkeep);
+	/* ranges beyond this compaction's bound stay loose */
+	for (i = nread; i < loose.nranges; i++)
+	{
+		BlockNumber b;
+
+		for (b = loose.ranges[i].start; b < loose.ranges[i].end; b++)
+			ac_keep_loose(&c, b);
+	}
+	sort = tuplesort_begin_heap(RelationGetDescr(c.arc), cfg->ncluster, cols, ops, colls,
+								nullsfirst, maintenance_work_mem, NULL, TUPLESORT_NONE);
+	fetchslot = table_slot_create(c.arc, NULL);
+	for (i = 0; i < ntids; i++)
+	{
+		TM_FailureData tmfd;
+		TM_Result	res;
+
+		CHECK_FOR_INTERRUPTS();
+		ac_pace(&c.pace);
+		res = ac_table_tuple_delete(c.arc, &tids[i], cid, snapshot, InvalidSnapshot,
+									false, &tmfd, true);
+		if (res != TM_Ok)
+		{
+			/* changed or locked meanwhile: it stays, its page loose (deleted: gone) */
+			if (res != TM_Deleted)
+			{
+				c.busy++;
+				ac_keep_loose(&c, ItemPointerGetBlockNumber(&tids[i]));
+			}
+			continue;
+		}
+		/* the version we just deleted is still there for us to read */
+		if (!table_tuple_fetch_row_version(c.arc, &tids[i], SnapshotAny, fetchslot))
+			elog(ERROR, "could not fetch deleted row (%u,%u)",
+				 ItemPointerGetBlockNumber(&tids[i]), ItemPointerGetOffsetNumber(&tids[i]));
+		tuplesort_puttupleslot(sort, fetchslot);
+		ExecClearTuple(fetchslot);
+	}
+	ExecDropSingleTupleTableSlot(fetchslot);
+	ac_pause_point("deleted", 2);
+	tuplesort_performsort(sort);
+
+	ac_writer_begin(&c.settled, c.arc, false, &c.pace);
+	ac_writer_begin(&c.loose, c.arc, false, &c.pace);
+	c.settled.cid = c.loose.cid = cid;
+	/* a settled page holds one key's rows */
+	c.settled.page_per_flush = true;
+	c.rowslot = table_slot_create(c.arc, NULL);
+	c.keyattno = cols[0];
+	c.keysort.ssup_cxt = cxt;
+	c.keysort.ssup_collation = colls[0];
+	c.keysort.ssup_nulls_first = false;
+	PrepareSortSupportFromOrderingOp(ops[0], &c.keysort);
+	c.keycxt = AllocSetContextCreate(cxt, "archive_cluster compaction key",
+									 ALLOCSET_SMALL_SIZES);
+	ac_write_sorted(&c, sort);
+	tuplesort_end(sort);
+	ac_writer_finish(&c.settled);
+	ac_writer_finish(&c.loose);
+
+	/* what stays loose: the ends of keys, rows left, rows that did not fit */
+	for (i = 0; i < c.loose.nblocks; i++)
+		ac_keep_loose(&c, c.loose.blocks[i]);
+	ac_loose_replace(cfg->relation, c.keep, c.nkeep);
+
+	rows = c.settled.rows + c.loose.rows;
+	*bytes = c.settled.bytes + c.loose.bytes;
+	*paced_us = c.pace.paced_us;
+	*busy = c.busy;
+	ExecDropSingleTupleTableSlot(c.rowslot);
+	ac_writer_end(&c.settled);
+	ac_writer_end(&c.loose);
+	UnregisterSnapshot(snapshot);
+	table_close(c.arc, NoLock);
+	CommandCounterIncrement();
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return rows;
+}
+
+/*
+ * Compact one registered table's archive if it is due (with force, if it
+ * has loose pages at all): take its run lock, then, as the table's owner,
+ * measure, compact and record the compaction.  Errors propagate to the
+ * caller.  In res: the status, rows and bytes rewritten, times.
+ */
+void
+ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunResult *res)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	Oid			owner;
+	int64		busy = 0;
+
+	if (ac_table_begin(cfg, res) == NULL)
+		return;
+
+	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
+	owner = GetUserId();
+	if (!force && ac_compactable_share(cfg) < Max(archive_cluster_compaction_threshold, 0.001))
+	{
+		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		res->status = "not due";
+		return;
+	}
+	ac_flush_as_written();
+	res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &busy);
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+	res->finished = GetCurrentTimestamp();
+	res->batches = res->rows > 0 ? 1 : 0;
+	res->status = res->rows > 0 ? "compacted" : "nothing to compact";
+
+	if (res->rows > 0 || busy > 0)
+	{
+		AcRunLog	log;
+
+		ac_run_log_of(&log, cfg->relation, AC_KIND_COMPACTION, res, started_by, owner);
+		log.rows_busy = busy;
+		ac_log_run(&log);
+	}
+	ac_pause_point("before_commit", 3);
+}
+
+static void
+ac_compact_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
+{
+	ac_compact_table(cfg, *(bool *) arg, ac_caller(), res);
+}
+
+/*
+ * archive_cluster_compact(relation regclass DEFAULT NULL, force boolean
+ * DEFAULT false): compact the archive of one registered table, or of every
+ * one the caller owns, that is due (archive_cluster.compaction_threshold);
+ * with force, whatever the measure.  See ac_each_table() (run.c).
+ */
+Datum
+archive_cluster_compact(PG_FUNCTION_ARGS)
+{
+	bool		force;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("force must not be NULL")));
+	force = PG_GETARG_BOOL(1);
+	ac_each_table(fcinfo, AC_KIND_COMPACTION, ac_compact_work, &force);
+	return (Datum) 0;
+}

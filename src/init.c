@@ -1,0 +1,59 @@
+/*-------------------------------------------------------------------------
+ *
+ * archive_cluster.c
+ *		Module entry point of archive_cluster.
+ *
+ *		archive_cluster keeps a big, append-mostly table fast for per-key
+ *		range reads by turning it into a view over <t>_current (recent rows)
+ *		and <t>_archive (older rows, appended in batches sorted by a cluster
+ *		key).  See register.c, triggers.c and run.c; with the library in
+ *		shared_preload_libraries, a launcher and a bounded pool of short-lived
+ *		workers archive by themselves (pool.c, launcher.c, worker.c).  Row locks through a
+ *		registered view are refused in any session that loaded the library
+ *		(row_locks.c); in table mode, rows written to a tier are checked
+ *		against the other tier once the executor is done with them
+ *		(tier_guard.c), and INSERT ... ON CONFLICT looks for conflicts among
+ *		archived rows (on_conflict.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+
+#include "base/guc.h"
+#include "table/key_range.h"
+#include "worker/launcher.h"
+#include "table/on_conflict.h"
+#include "worker/pool.h"
+#include "view/row_locks.h"
+#include "table/tier_guard.h"
+#include "table/tier_lock_order.h"
+#include "table/tier_lookup.h"
+#include "worker/utility.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	ac_define_gucs();
+	/* in every session that loads the library, preloaded or not */
+	ac_row_locks_install();
+	ac_on_conflict_install();
+	ac_guard_install();
+	ac_lock_order_install();
+	ac_tier_lookup_install();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		ac_pool_init_hooks();
+		ac_key_range_init_hooks();
+		/* no workers in pg_upgrade's servers, as core's logical replication launcher */
+		if (!IsBinaryUpgrade)
+			ac_launcher_register();
+		ac_utility_hook_install();
+	}
+}
