@@ -9,6 +9,7 @@ OBJS = \
 	src/init.o \
 	src/admin/alter.o \
 	src/admin/register.o \
+	src/admin/unregister.o \
 	src/archive/archive_writer.o \
 	src/archive/compact.o \
 	src/archive/key_sample.o \
@@ -16,6 +17,7 @@ OBJS = \
 	src/archive/mover.o \
 	src/archive/pace.o \
 	src/archive/run.o \
+	src/archive/table_job.o \
 	src/archive/threshold.o \
 	src/base/guc.o \
 	src/base/key_probe.o \
@@ -27,6 +29,7 @@ OBJS = \
 	src/registry/tiers.o \
 	src/stats/index_fill.o \
 	src/stats/stats.o \
+	src/table/guard_indexes.o \
 	src/table/key_range.o \
 	src/table/on_conflict.o \
 	src/table/table_mode.o \
@@ -35,6 +38,7 @@ OBJS = \
 	src/table/tier_lock_order.o \
 	src/table/tier_lookup.o \
 	src/table/tier_unique.o \
+	src/table/tier_unique_cache.o \
 	src/table/tier_validate.o \
 	src/table/unarchive.o \
 	src/view/row_locks.o \

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * archive_cluster.h
- *		Declarations shared by archive_cluster's source files.
+ *		The types every part of archive_cluster shares: a registered table's
+ *		configuration, the result of a run or compaction, a row of the run
+ *		history.  Each module declares its functions in its own header.
  *
  *-------------------------------------------------------------------------
  */
@@ -81,54 +83,6 @@ typedef struct AcRunLog
 	const char *detail;			/* 'alter': what changed; NULL: none */
 } AcRunLog;
 
-
-/* config.c */
-extern Oid	ac_extension_schema(void);
-extern char *ac_extension_object(const char *name);
-extern Oid	ac_extension_owner(void);
-extern uint64 ac_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
-										 Datum *values, const char *nulls,
-										 int expected);
-extern bool ac_load_config(Oid relation, AcTableConfig *cfg);
-extern List *ac_registered_relations(void);
-extern Oid	ac_registered_view_of(Oid relid);
-extern void ac_load_config_or_error(Oid relid, AcTableConfig *cfg);
-extern void ac_log_run(const AcRunLog *log);
-extern void ac_log_run_error(Oid relation, const char *kind, TimestampTz started,
-							 const char *started_by, Oid run_as, const char *error);
-extern bool ac_last_run_refused(Oid relation);
-extern TimestampTz ac_run_backoff_until(Oid relation, const char *kind);
-
-/* run.c */
-typedef void (*AcTableWork) (AcTableConfig *cfg, void *arg, AcRunResult *res);
-extern void ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work,
-						  void *arg);
-extern void ac_flush_as_written(void);
-extern void ac_run_log_of(AcRunLog *log, Oid relation, const char *kind,
-						  const AcRunResult *res, const char *started_by, Oid run_as);
-extern const char *ac_caller(void);
-extern char *ac_table_begin(AcTableConfig *cfg, AcRunResult *res);
-extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
-						 const char *started_by, AcRunResult *res);
-
-/* util.c */
-extern void ac_check_owner(Oid relid);
-extern void ac_check_relation_exists(Oid relid);
-extern void ac_pause_point(const char *name, int phase);
-extern void ac_report_caught(ErrorData *edata, int elevel, const char *relname);
-extern Oid	ac_relation_owner(Oid relid);
-extern bool ac_is_key_index(Relation idx);
-extern int	ac_identity_key(Relation rel, AttrNumber *keys, Oid *eqops);
-extern void ac_switch_to_owner(Oid relid, Oid *save_userid, int *save_sec_context,
-							   int *save_nestlevel);
-extern void ac_restore_user(Oid save_userid, int save_sec_context, int save_nestlevel);
-extern void ac_no_row_security(void);
-extern char *ac_qualified_name(Oid relid);
-extern void ac_spi_exec(const char *sql, int expected);
-extern void ac_lock_with_retries(Oid relid, int timeout_ms, int retries);
-extern bool ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms);
-extern bool ac_interval_us(Interval *iv, int64 *us);
-extern int	ac_interval_ms(Interval *iv, const char *argname);
 
 #define AC_DEFAULT_THRESHOLD 100000
 

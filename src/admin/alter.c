@@ -33,6 +33,8 @@
 #include "archive_cluster.h"
 #include "admin/register.h"
 #include "registry/tiers.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_alter);
 

@@ -33,7 +33,7 @@
 
 #include "archive/archive_writer.h"
 #include "compat.h"
-#include "table/tier_guard.h"
+#include "table/guard_indexes.h"
 
 /*
  * Index entries of a batch.  With only btree indexes (no exclusion or

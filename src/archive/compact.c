@@ -67,6 +67,9 @@
 #include "archive/loose.h"
 #include "archive/pace.h"
 #include "registry/tiers.h"
+#include "archive/table_job.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_compact);
 

@@ -28,6 +28,7 @@
 
 #include "archive_cluster.h"
 #include "archive/loose.h"
+#include "registry/config.h"
 
 static int
 ac_compare_blocknums(const void *a, const void *b)

@@ -85,8 +85,8 @@
 #include "archive/pace.h"
 #include "table/table_mode.h"
 #include "archive/threshold.h"
-#include "table/tier_guard.h"
 #include "registry/tiers.h"
+#include "base/util.h"
 
 /* State of one run of the mover over one table. */
 typedef struct AcMover

@@ -56,6 +56,8 @@
 #include "compat.h"
 #include "archive/threshold.h"
 #include "registry/tiers.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_table_state);
 

@@ -27,8 +27,9 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
-#include "archive_cluster.h"
 #include "compat.h"
+#include "base/guc.h"
+#include "base/util.h"
 
 /*
  * Error out unless the current user owns the relation (or is a member of
@@ -387,4 +388,14 @@ ac_pause_point(const char *name, int phase)
 	}
 	PG_END_TRY();
 	LockRelease(&tag, ShareLock, false);
+}
+
+/* Error out if argument argno (named name) of a SQL function is NULL. */
+void
+ac_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
 }

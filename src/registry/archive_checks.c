@@ -25,6 +25,7 @@
 #include "registry/archive_checks.h"
 #include "archive_cluster.h"
 #include "compat.h"
+#include "base/util.h"
 
 struct AcArchiveChecks
 {

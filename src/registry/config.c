@@ -34,6 +34,8 @@
 #include "utils/timestamp.h"
 
 #include "archive_cluster.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 #define AC_EXTENSION_NAME "archive_cluster"
 

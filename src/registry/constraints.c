@@ -36,6 +36,7 @@
 
 #include "archive_cluster.h"
 #include "registry/constraints.h"
+#include "base/util.h"
 
 /*
  * Does the index (its pg_index row) have every column of the row identity

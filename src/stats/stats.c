@@ -48,6 +48,8 @@
 #include "compat.h"
 #include "archive/key_sample.h"
 #include "archive/loose.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_fragmentation);
 PG_FUNCTION_INFO_V1(archive_cluster_buffers);

@@ -52,7 +52,7 @@
 
 #include "compat.h"
 #include "table/on_conflict.h"
-#include "table/tier_guard.h"
+#include "table/guard_indexes.h"
 
 /* the name of the trigger added to ON CONFLICT statements */
 #define AC_CONFLICT_TRIGGER "archive_cluster_on_conflict"

@@ -37,8 +37,9 @@
 #include "registry/constraints.h"
 #include "registry/replication.h"
 #include "table/table_mode.h"
-#include "table/tier_guard.h"
+#include "table/guard_indexes.h"
 #include "table/tier_indexes.h"
+#include "base/util.h"
 
 /* Add column name to the guard's columns cols and to its name's label. */
 static void

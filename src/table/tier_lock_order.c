@@ -30,7 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "table/tier_guard.h"
+#include "table/guard_indexes.h"
 #include "table/tier_lock_order.h"
 #include "table/tier_unique.h"
 

@@ -58,7 +58,7 @@
 
 #include "compat.h"
 #include "base/guc.h"
-#include "table/tier_guard.h"
+#include "table/guard_indexes.h"
 #include "table/tier_lookup.h"
 #include "table/tier_unique.h"
 

@@ -46,6 +46,8 @@
 #include "compat.h"
 #include "base/key_probe.h"
 #include "table/tier_indexes.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_validate_unique);
 

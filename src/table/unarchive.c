@@ -39,7 +39,7 @@
 
 #include "compat.h"
 #include "base/key_probe.h"
-#include "table/tier_guard.h"
+#include "table/guard_indexes.h"
 #include "table/unarchive.h"
 
 /* 40001, as ON CONFLICT on a plain table reports a row it may not see */

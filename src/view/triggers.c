@@ -65,6 +65,7 @@
 #include "view/view_identity.h"
 #include "view/view_keys.h"
 #include "registry/tiers.h"
+#include "base/util.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_view_trigger);
 

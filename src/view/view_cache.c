@@ -69,6 +69,8 @@
 #include "registry/tiers.h"
 #include "view/view_cache.h"
 #include "registry/tiers.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 static HTAB *ac_trigger_cache = NULL;
 

@@ -26,6 +26,7 @@
 #include "archive_cluster.h"
 #include "view/view_cache.h"
 #include "view/view_identity.h"
+#include "base/util.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_identity_nextval);
 

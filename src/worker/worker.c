@@ -70,6 +70,9 @@
 #include "worker/pool.h"
 #include "registry/replication.h"
 #include "archive/threshold.h"
+#include "archive/run.h"
+#include "base/util.h"
+#include "registry/config.h"
 
 PGDLLEXPORT void archive_cluster_worker_main(Datum main_arg);
 

@@ -28,6 +28,7 @@
 #include "base/guc.h"
 #include "worker/pool.h"
 #include "worker/worker_job.h"
+#include "base/util.h"
 
 /* outlives the transactions of a cycle */
 MemoryContext ac_cycle_cxt = NULL;
