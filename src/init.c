@@ -1,19 +1,19 @@
 /*-------------------------------------------------------------------------
  *
- * archive_cluster.c
+ * init.c
  *		Module entry point of archive_cluster.
  *
  *		archive_cluster keeps a big, append-mostly table fast for per-key
- *		range reads by turning it into a view over <t>_current (recent rows)
- *		and <t>_archive (older rows, appended in batches sorted by a cluster
- *		key).  See register.c, triggers.c and run.c; with the library in
- *		shared_preload_libraries, a launcher and a bounded pool of short-lived
- *		workers archive by themselves (pool.c, launcher.c, worker.c).  Row locks through a
- *		registered view are refused in any session that loaded the library
- *		(row_locks.c); in table mode, rows written to a tier are checked
- *		against the other tier once the executor is done with them
- *		(tier_guard.c), and INSERT ... ON CONFLICT looks for conflicts among
- *		archived rows (on_conflict.c).
+ *		range reads by moving its older rows, in batches sorted by a cluster
+ *		key, into <t>_archive (src/README.md: the layout of the sources).
+ *		See admin/register.c, view/triggers.c and archive/run.c; with the
+ *		library in shared_preload_libraries, a launcher and a bounded pool of
+ *		short-lived workers archive by themselves (worker/).  Row locks
+ *		through a registered view are refused in any session that loaded the
+ *		library (view/row_locks.c); in table mode, rows written to a tier are
+ *		checked against the other tier once the executor is done with them
+ *		(table/tier_guard.c), and INSERT ... ON CONFLICT looks for conflicts
+ *		among archived rows (table/on_conflict.c).
  *
  *-------------------------------------------------------------------------
  */
