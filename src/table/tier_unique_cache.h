@@ -56,6 +56,6 @@ extern bool ac_tier_config(Oid relid, AcTableConfig *cfg);
 extern AcUniqueEntry *ac_unique_entry_get(Relation rel);
 extern AcUniqueEntry *ac_unique_entry_copy(AcUniqueEntry *e);
 extern AcUniqueEntry *ac_unique_entry_find(Oid relid);
-extern void ac_missing_counterpart(AcUniqueEntry *e) pg_attribute_noreturn();
+extern void ac_missing_counterpart(AcUniqueEntry *e);
 
 #endif							/* ARCHIVE_CLUSTER_TIER_UNIQUE_CACHE_H */
