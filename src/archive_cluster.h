@@ -20,7 +20,6 @@
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
-#include "base/guc.h"
 
 #define AC_MAX_CLUSTER_COLS 8
 

@@ -48,11 +48,10 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "base/guc.h"
 #include "registry/constraints.h"
 #include "admin/register.h"
-#include "registry/replication.h"
 #include "table/table_mode.h"
-#include "registry/tiers.h"
 #include "base/util.h"
 #include "registry/config.h"
 

@@ -42,9 +42,6 @@
 #include "utils/typcache.h"
 
 #include "archive_cluster.h"
-#include "compat.h"
-#include "registry/constraints.h"
-#include "admin/register.h"
 #include "registry/replication.h"
 #include "table/table_mode.h"
 #include "registry/tiers.h"

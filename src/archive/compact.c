@@ -63,6 +63,7 @@
 #include "archive/archive_writer.h"
 #include "archive/compact.h"
 #include "compat.h"
+#include "base/guc.h"
 #include "archive/key_sample.h"
 #include "archive/loose.h"
 #include "archive/pace.h"
@@ -584,7 +585,7 @@ ac_compact_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
  * archive_cluster_compact(relation regclass DEFAULT NULL, force boolean
  * DEFAULT false): compact the archive of one registered table, or of every
  * one the caller owns, that is due (archive_cluster.compaction_threshold);
- * with force, whatever the measure.  See ac_each_table() (run.c).
+ * with force, whatever the measure.  See ac_each_table() (table_job.c).
  */
 Datum
 archive_cluster_compact(PG_FUNCTION_ARGS)

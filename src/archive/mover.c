@@ -78,6 +78,7 @@
 #include "archive_cluster.h"
 #include "archive/archive_writer.h"
 #include "compat.h"
+#include "base/guc.h"
 #include "registry/constraints.h"
 #include "table/key_range.h"
 #include "archive/loose.h"

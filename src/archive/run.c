@@ -54,7 +54,6 @@
 #include "utils/typcache.h"
 
 #include "archive_cluster.h"
-#include "compat.h"
 #include "archive/mover.h"
 #include "archive/run.h"
 #include "archive/table_job.h"
@@ -62,7 +61,6 @@
 #include "registry/config.h"
 #include "registry/replication.h"
 #include "archive/threshold.h"
-#include "registry/tiers.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_run);
 

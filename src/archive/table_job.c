@@ -32,6 +32,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "base/guc.h"
 #include "archive/table_job.h"
 #include "base/util.h"
 #include "registry/config.h"

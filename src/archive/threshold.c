@@ -54,6 +54,7 @@
 
 #include "archive_cluster.h"
 #include "compat.h"
+#include "base/guc.h"
 #include "archive/threshold.h"
 #include "registry/tiers.h"
 #include "base/util.h"

@@ -34,6 +34,7 @@
 #include "utils/timestamp.h"
 
 #include "archive_cluster.h"
+#include "base/guc.h"
 #include "base/util.h"
 #include "registry/config.h"
 

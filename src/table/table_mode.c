@@ -6,8 +6,9 @@
  *		own rows are the current tier (ONLY <t>); <t>_archive is created as
  *		its inheritance child, so that every statement on <t> sees both
  *		tiers, and row locks, ON CONFLICT, MERGE and concurrent updates work
- *		as on any table.  Called by register.c, which checks the arguments
- *		and the table, takes the lock and records the configuration.
+ *		as on any table.  Called by register.c and unregister.c, which check
+ *		the arguments and the table, take the locks and record or forget the
+ *		configuration.
  *
  *		The archive has the columns of <t> (inheritance), its defaults,
  *		CHECK and NOT NULL constraints, indexes and outgoing foreign keys,

@@ -55,12 +55,10 @@
 #include "compat.h"
 #include "base/key_probe.h"
 #include "table/key_range.h"
-#include "table/tier_indexes.h"
 #include "table/tier_unique.h"
 #include "table/tier_unique_cache.h"
 #include "table/unarchive.h"
 #include "base/util.h"
-#include "registry/config.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_unique_check);
 

@@ -35,14 +35,9 @@
 #include "utils/rel.h"
 
 #include "archive_cluster.h"
-#include "compat.h"
-#include "base/key_probe.h"
 #include "table/key_range.h"
 #include "table/tier_indexes.h"
-#include "table/tier_unique.h"
 #include "table/tier_unique_cache.h"
-#include "table/unarchive.h"
-#include "base/util.h"
 #include "registry/config.h"
 
 static HTAB *ac_unique_cache = NULL;

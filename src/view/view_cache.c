@@ -68,7 +68,6 @@
 #include "compat.h"
 #include "registry/tiers.h"
 #include "view/view_cache.h"
-#include "registry/tiers.h"
 #include "base/util.h"
 #include "registry/config.h"
 

@@ -151,10 +151,10 @@ ac_log_error_and_abort(void)
 
 /*
  * The worker's own settings:
- * - every lock wait is bounded by archive_cluster.lock_timeout: a run takes
- *   its tables' locks with that bound itself (run.c), and any other wait (a
- *   row or key another transaction holds) ends in an error that skips the
- *   table until the next pass.  So no lock, held by whoever, stalls the
+ * - every lock wait is bounded by archive_cluster.lock_timeout: a run or a
+ *   compaction takes its tables' locks with that bound itself
+ *   (table_job.c), and any other wait (a row or key another transaction
+ *   holds) ends in an error that skips the table until the next pass.  So no lock, held by whoever, stalls the
  *   archiving of the database's other tables.
  * - no parallel workers, for its queries or its VACUUM: the pool holds at
  *   most archive_cluster.max_workers of max_worker_processes, and parallel
