@@ -6,53 +6,44 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('primary');
-$node->init(allows_streaming => 1);
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.naptime = 1
-max_worker_processes = 16
-autovacuum = off
-restart_after_crash = on
-});
-$node->start;
+my $node = new_node(
+	'primary',
+	init => { allows_streaming => 1 },
+	'archive_cluster.naptime' => 1,
+	max_worker_processes => 16,
+	autovacuum => 'off',
+	restart_after_crash => 'on');
 
 # A registered table of $rows rows older than its hot window (due at 20,000).
 sub make_table
 {
 	my ($db, $name, $rows) = @_;
-	$node->safe_psql(
-		$db, qq{
-CREATE TABLE $name (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
-CREATE INDEX ON $name (cid, ts);
-INSERT INTO $name SELECT g, g % 500, now() - interval '3 hours' - g * interval '1 ms', repeat('x', g % 100)
-FROM generate_series(1, $rows) g;
-SELECT archive_cluster_register('$name', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 20000);
-});
+	register_table($node, $db, $name,
+		columns => 'pad text',
+		rows => "SELECT g, g % 500, now() - interval '3 hours' - g * interval '1 ms', repeat('x', g % 100)
+FROM generate_series(1, $rows) g",
+		batch_rows => 20000);
 }
 
 # count:checksum of a registered table (through its view), and the rows in both tiers
 sub state_of
 {
 	my ($db, $name) = @_;
-	return $node->safe_psql(
-		$db, qq{
-SELECT count(*) || ':' || sum(hashtext(v::text)::bigint)
-	|| ':' || (SELECT count(*) FROM ${name}_current c JOIN ${name}_archive a USING (id))
-FROM $name v});
+	return tier_state($node, $db, $name, with => ['in_both']);
 }
 
 sub archived
 {
 	my ($db, $name, $rows) = @_;
-	return $node->poll_query_until($db,
-		"SELECT count(*) = $rows FROM ${name}_archive");
+	return wait_archived($node, $db, $name, $rows);
 }
 
 sub worker_count
@@ -102,29 +93,25 @@ ok( $node->poll_query_until(
 	'the worker vacuums pay_current after the run (autovacuum is off)');
 
 # --- SIGHUP: a longer naptime holds the worker back, a short one lets it go
-$node->append_conf('postgresql.conf', 'archive_cluster.naptime = 3600');
-$node->reload;
+reload_with($node, 'archive_cluster.naptime' => 3600);
 sleep(3);    # let the worker take the new naptime and start sleeping
 make_table('app', 'late', 30000);
 sleep(5);
 is($node->safe_psql('app', 'SELECT count(*) FROM late_archive'),
 	'0', 'naptime = 3600 after reload: the worker waits');
-$node->append_conf('postgresql.conf', 'archive_cluster.naptime = 1');
-$node->reload;
+reload_with($node, 'archive_cluster.naptime' => 1);
 ok(archived('app', 'late', 30000), 'reload wakes the worker');
 make_table('app', 'later', 30000);
 ok(archived('app', 'later', 30000), 'naptime = 1 after reload: archived without a signal');
 
 # --- archive_cluster.enabled = off: workers move nothing
-$node->append_conf('postgresql.conf', 'archive_cluster.enabled = off');
-$node->reload;
+reload_with($node, 'archive_cluster.enabled' => 'off');
 sleep(3);
 make_table('app', 'off', 30000);
 sleep(3);
 is($node->safe_psql('app', 'SELECT count(*) FROM off_archive'),
 	'0', 'enabled = off: nothing archived');
-$node->append_conf('postgresql.conf', 'archive_cluster.enabled = on');
-$node->reload;
+reload_with($node, 'archive_cluster.enabled' => 'on');
 ok(archived('app', 'off', 30000), 'enabled = on again: archived');
 
 # --- VACUUM's working memory lives in the worker's own context, emptied after
@@ -133,15 +120,13 @@ ok(archived('app', 'off', 30000), 'enabled = on again: archived');
 # transaction holding a lock on an index of the current table keeps the
 # worker's VACUUM waiting (it skips a locked table, not a locked index), and
 # the worker's memory contexts are logged meanwhile.
-$node->safe_psql('app', 'ALTER SYSTEM SET archive_cluster.enabled = off');
-$node->reload;
+alter_system($node, 'archive_cluster.enabled' => 'off');
 sleep(3);
 make_table('app', 'vac', 30000);
 my $locker = $node->background_psql('app');
 $locker->query_safe('BEGIN');
 $locker->query_safe('ALTER INDEX vac_cid_ts_idx SET TABLESPACE pg_default');
-$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.enabled');
-$node->reload;
+alter_system($node, 'archive_cluster.enabled' => undef);
 my $vacuuming = "SELECT pid FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker'
 	AND datname = 'app' AND query = 'archive_cluster: vacuuming a current table' AND wait_event_type = 'Lock'";
 ok($node->poll_query_until('app', "SELECT EXISTS ($vacuuming)"),
@@ -172,19 +157,19 @@ ok( $node->poll_query_until(
 
 # --- an error in one table is logged and recorded; the worker goes on with the others
 my $error_offset = -s $node->logfile;
-$node->safe_psql(
-	'app', q{
-BEGIN;
-CREATE TABLE bad (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
-INSERT INTO bad SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
-SELECT archive_cluster_register('bad', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
--- a unique index added to a tier after registration: every run refuses it
-CREATE UNIQUE INDEX bad_archive_cid_ts ON bad_archive (cid, ts);
-CREATE TABLE good (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
-INSERT INTO good SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
-SELECT archive_cluster_register('good', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
-COMMIT;
-});
+# (tables of 30,000 due rows without an index on (cid, ts))
+my %plain = (
+	columns => 'pad text',
+	index => 0,
+	rows => "SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g",
+	batch_rows => 20000);
+$node->safe_psql('app',
+	    "BEGIN;\n"
+	  . table_sql('bad', %plain)
+	  . "-- a unique index added to a tier after registration: every run refuses it\n"
+	  . "CREATE UNIQUE INDEX bad_archive_cid_ts ON bad_archive (cid, ts);\n"
+	  . table_sql('good', %plain)
+	  . "COMMIT;\n");
 ok(archived('app', 'good', 30000), 'the other table is archived');
 ok( $node->poll_query_until(
 		'app',
@@ -205,16 +190,12 @@ ok(archived('app', 'bad', 30000), 'archived once the index is gone');
 
 # --- a row the archive refuses stays in the current table; the worker moves
 # the others, says which row and why, and does not count it as a failure
-$node->safe_psql(
-	'app', q{
-BEGIN;
-CREATE TABLE dup (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
-INSERT INTO dup SELECT g, g % 50, now() - interval '3 hours', 'x' FROM generate_series(1, 30000) g;
-SELECT archive_cluster_register('dup', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
--- a row planted in the archive behind the view's back, with the key of a current row
-INSERT INTO dup_archive VALUES (1, 1, now(), 'planted');
-COMMIT;
-});
+$node->safe_psql('app',
+	    "BEGIN;\n"
+	  . table_sql('dup', %plain)
+	  . "-- a row planted in the archive behind the view's back, with the key of a current row\n"
+	  . "INSERT INTO dup_archive VALUES (1, 1, now(), 'planted');\n"
+	  . "COMMIT;\n");
 ok(archived('app', 'dup', 30000), 'every other row archived (29,999 and the planted one)');
 is($node->safe_psql('app', 'SELECT id, pad FROM dup_current'),
 	'1|x', 'the refused row stays in dup_current');
@@ -230,61 +211,36 @@ $node->safe_psql('app', "DELETE FROM dup_archive WHERE pad = 'planted'");
 # --- a run in progress elsewhere: the worker skips and says so.  The run
 # lock cannot be taken from SQL (t/008_security_worker.pl), so a manual run
 # holds it, paused after taking it (debug_pause 'locked').
-my $holder = $node->background_psql('app');
-my $runner = $node->background_psql('app');
-$node->safe_psql('app', 'ALTER SYSTEM SET archive_cluster.enabled = off');
-$node->reload;
+alter_system($node, 'archive_cluster.enabled' => 'off');
 make_table('app', 'ov', 30000);
-$holder->query_safe('SELECT pg_advisory_lock(1094930497, 1)');
-$runner->query_safe("SET archive_cluster.debug_pause = 'locked'");
-$runner->query_until(qr/started/,
-	"\\echo started\nSELECT status FROM archive_cluster_run('ov', force => true);\n");
-ok( $node->poll_query_until(
-		'app',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497 AND objid = 1 AND NOT granted"
-	),
+my (undef, $holder, $runner) = start_paused($node, 'app', 'locked',
+	"SELECT status FROM archive_cluster_run('ov', force => true)",
 	'a manual run holds the run lock of ov');
 my $log_offset = -s $node->logfile;
-$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.enabled');
-$node->reload;
+alter_system($node, 'archive_cluster.enabled' => undef);
 $node->wait_for_log(qr/skipping "ov": another archive run or compaction is in progress/, $log_offset);
 pass('the worker skips a table whose run lock is held, and logs it');
-$holder->query_safe('SELECT pg_advisory_unlock(1094930497, 1)');
+release_pause($holder, 'locked');
 $runner->quit;
 ok(archived('app', 'ov', 30000), 'archived once the lock is free');
 
 # --- kill -9 of the worker in the middle of a run (after its delete)
-$node->safe_psql('app', "ALTER SYSTEM SET archive_cluster.debug_pause = 'deleted'");
-$node->reload;
-$holder->query_safe('SELECT pg_advisory_lock(1094930497, 2)');
+alter_system($node, 'archive_cluster.debug_pause' => 'deleted');
+my $pauser = hold_pause($node, 'app', 'deleted');
 make_table('app', 'crash', 60000);
 $before = state_of('app', 'crash');
-ok( $node->poll_query_until(
-		'app',
-		"SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-		 WHERE l.locktype = 'advisory' AND l.classid = 1094930497 AND l.objid = 2
-		   AND NOT l.granted AND a.backend_type = 'archive_cluster worker'"),
-	'the worker waits in the middle of its run');
-my $pid = $node->safe_psql('app',
-	"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497 AND objid = 2 AND NOT granted"
-);
+ok(wait_paused($node, 'app', 'deleted', worker => 1), 'the worker waits in the middle of its run');
+my $pid = paused_pid($node, 'app', 'deleted');
 is( $node->safe_psql('app', 'SELECT count(*) FROM crash_current'),
 	'60000', 'its delete is not visible to others');
 # no new worker after the restart until the archive is looked at: the pause
 # lock dies with its holder, and a new worker would move the rows at once
-$node->safe_psql('app', 'ALTER SYSTEM SET archive_cluster.enabled = off');
-$node->reload;
-$log_offset = -s $node->logfile;
-kill 'KILL', $pid;
-$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
-eval { $holder->quit; };
-$node->poll_query_until('app', 'SELECT true') or die 'server did not come back';
+alter_system($node, 'archive_cluster.enabled' => 'off');
+crash_backend($node, 'app', $pid, 'kill -9 of the worker', $holder, $pauser);
 is(state_of('app', 'crash'), $before, 'after the crash: same rows, none in both tiers');
 is($node->safe_psql('app', 'SELECT count(*) FROM crash_archive'),
 	'0', 'after the crash: the killed run left nothing in the archive');
-$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.debug_pause');
-$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.enabled');
-$node->reload;
+alter_system($node, 'archive_cluster.debug_pause' => undef, 'archive_cluster.enabled' => undef);
 ok(archived('app', 'crash', 60000), 'the next run completes');
 is(state_of('app', 'crash'), $before, 'and keeps every row once');
 
@@ -308,15 +264,15 @@ is( $node->safe_psql(
 # up after 5 s ("being accessed by other users").
 $node->safe_psql('postgres', 'CREATE DATABASE gone');
 $node->safe_psql('gone', 'CREATE EXTENSION archive_cluster');
-$node->safe_psql('gone', q{
-BEGIN;
-CREATE TABLE pay (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
-INSERT INTO pay SELECT g, g % 50, now() - interval '3 hours' FROM generate_series(1, 30000) g;
-SELECT archive_cluster_register('pay', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 hour', batch_rows => 20000);
-CREATE FUNCTION slow(int) RETURNS boolean LANGUAGE sql AS 'SELECT pg_sleep(0.01) IS NOT NULL';
-ALTER TABLE pay_archive ADD CHECK (slow(cid));
-COMMIT;
-});
+$node->safe_psql('gone',
+	    "BEGIN;\n"
+	  . table_sql('pay',
+		index => 0,
+		rows => "SELECT g, g % 50, now() - interval '3 hours' FROM generate_series(1, 30000) g",
+		batch_rows => 20000)
+	  . "CREATE FUNCTION slow(int) RETURNS boolean LANGUAGE sql AS 'SELECT pg_sleep(0.01) IS NOT NULL';\n"
+	  . "ALTER TABLE pay_archive ADD CHECK (slow(cid));\n"
+	  . "COMMIT;\n");
 ok( $node->poll_query_until(
 		'mon',
 		"SELECT count(*) = 1 FROM archive_cluster_workers WHERE datname = 'gone' AND activity = 'archiving'"),

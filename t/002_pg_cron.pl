@@ -5,35 +5,30 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('cron');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster, pg_cron'
-archive_cluster.enabled = off
-cron.database_name = 'postgres'
-cron.use_background_workers = on
-max_worker_processes = 16
-});
-$node->start;
+my $node = new_node(
+	'cron',
+	shared_preload_libraries => 'archive_cluster, pg_cron',
+	'archive_cluster.enabled' => 'off',
+	'cron.database_name' => 'postgres',
+	'cron.use_background_workers' => 'on',
+	max_worker_processes => 16);
 
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION pg_cron;
-CREATE EXTENSION archive_cluster;
-CREATE TABLE pay (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, amount numeric);
-CREATE INDEX ON pay (cid, ts);
-INSERT INTO pay SELECT g, g % 500, now() - interval '3 hours' - g * interval '1 ms', g
-FROM generate_series(1, 30000) g;
-SELECT archive_cluster_register('pay', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 10000);
-});
-my $before = $node->safe_psql('postgres',
-	"SELECT count(*) || ':' || sum(hashtext(p::text)::bigint) FROM pay p");
+$node->safe_psql('postgres',
+	    "CREATE EXTENSION pg_cron;\n"
+	  . "CREATE EXTENSION archive_cluster;\n"
+	  . table_sql('pay',
+		columns => 'amount numeric',
+		rows => "SELECT g, g % 500, now() - interval '3 hours' - g * interval '1 ms', g FROM generate_series(1, 30000) g",
+		batch_rows => 10000));
+my $before = tier_state($node, 'postgres', 'pay');
 
 $node->safe_psql('postgres',
 	"SELECT cron.schedule('archive', '* * * * *', 'SELECT archive_cluster_run()')");
@@ -53,11 +48,7 @@ ok( $node->poll_query_until(
 		'postgres',
 		"SELECT count(*) > 0 FROM cron.job_run_details WHERE status = 'succeeded'"),
 	'pg_cron reports the job as succeeded');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT count(*) || ':' || sum(hashtext(p::text)::bigint) FROM pay p"),
-	$before,
-	'same rows after the run');
+is(tier_state($node, 'postgres', 'pay'), $before, 'same rows after the run');
 
 $node->stop;
 done_testing();

@@ -14,6 +14,10 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -23,30 +27,23 @@ use Time::HiRes qw(time);
 my $rows = 1200;            # row i is due at t0 + 100 ms x i: 120 s of rows
 my @phases = (['read committed', 40], ['repeatable read', 25]);
 
-my $node = PostgreSQL::Test::Cluster->new('stress');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.enabled = off
-max_connections = 40
-autovacuum_naptime = 1
-});
-$node->start;
+my $node = new_node(
+	'stress',
+	'archive_cluster.enabled' => 'off',
+	max_connections => 40,
+	autovacuum_naptime => 1);
 
 my $t0 = int(time()) + 2;
-$node->safe_psql(
-	'postgres', qq{
-CREATE EXTENSION archive_cluster;
-CREATE EXTENSION amcheck;
-CREATE TABLE c (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, n bigint NOT NULL DEFAULT 0,
-				pad text NOT NULL DEFAULT repeat('x', 40));
-CREATE INDEX ON c (cid, ts);
-INSERT INTO c (id, cid, ts)
-SELECT g, g % 37, to_timestamp($t0) + g * interval '100 ms' FROM generate_series(1, $rows) g;
-SELECT archive_cluster_register('c', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '0', batch_rows => 1);
-});
+$node->safe_psql('postgres',
+	    "CREATE EXTENSION archive_cluster;\n"
+	  . "CREATE EXTENSION amcheck;\n"
+	  . table_sql('c',
+		id => 'int PRIMARY KEY',
+		columns => "n bigint NOT NULL DEFAULT 0, pad text NOT NULL DEFAULT repeat('x', 40)",
+		rows => "(id, cid, ts)
+SELECT g, g % 37, to_timestamp($t0) + g * interval '100 ms' FROM generate_series(1, $rows) g",
+		hot_window => '0',
+		batch_rows => 1));
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
 sub script
@@ -135,20 +132,9 @@ SELECT count(*) FILTER (WHERE error IS NOT NULL) FROM archive_cluster_runs}),
 	'0', 'no run recorded an error');
 
 # the tables and every index are sound
-foreach my $tab ('c_current', 'c_archive')
-{
-	is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('$tab')"),
-		'0', "verify_heapam($tab) finds nothing");
-	my @idx = split /\n/,
-	  $node->safe_psql('postgres',
-		"SELECT indexrelid::regclass FROM pg_index WHERE indrelid = '$tab'::regclass ORDER BY 1");
-	foreach my $i (@idx)
-	{
-		my ($ret, $out, $err) = $node->psql('postgres',
-			"SELECT bt_index_check('$i', heapallindexed => true)");
-		is($ret, 0, "bt_index_check($i, heapallindexed) passes") or diag($err);
-	}
-}
+amcheck_clean($node, 'postgres',
+	[ 'verify_heapam(%s) finds nothing', 'bt_index_check(%s, heapallindexed) passes' ],
+	'c_current', 'c_archive');
 
 $node->stop;
 done_testing();

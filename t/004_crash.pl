@@ -16,20 +16,19 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.enabled = off
-restart_after_crash = on
-autovacuum = off
-});
-$node->start;
+my $node = new_node(
+	'crash',
+	'archive_cluster.enabled' => 'off',
+	restart_after_crash => 'on',
+	autovacuum => 'off');
 my $amcheck = !$ENV{ARCHIVE_CLUSTER_NO_AMCHECK};
 diag('no amcheck in this installation: its checks are left out') unless $amcheck;
 $node->safe_psql('postgres', 'CREATE EXTENSION amcheck') if $amcheck;
@@ -53,69 +52,29 @@ FROM generate_series(20001, 60000) g;
 INSERT INTO t SELECT g, g % 500, now() + interval '1 day', 'hot', NULL FROM generate_series(60001, 65000) g;
 });
 
+# count:checksum:distinct ids:rows in both tiers
 sub state_of
 {
-	return $node->safe_psql(
-		'postgres', q{
-SELECT count(*) || ':' || sum(hashtext(v::text)::bigint) || ':' || count(DISTINCT id)
-	|| ':' || (SELECT count(*) FROM t_current c JOIN t_archive a USING (id))
-FROM t v});
+	return tier_state($node, 'postgres', 't', with => [qw(ids in_both)]);
 }
 
 sub tiers
 {
-	return $node->safe_psql('postgres',
-		'SELECT (SELECT count(*) FROM t_current) || \'/\' || (SELECT count(*) FROM t_archive)');
-}
-
-sub amcheck_clean
-{
-	my ($what) = @_;
-	return unless $amcheck;
-	foreach my $tab ('t_current', 't_archive')
-	{
-		is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('$tab')"),
-			'0', "$what: verify_heapam($tab) reports nothing");
-		foreach my $idx (
-			split /\n/,
-			$node->safe_psql('postgres',
-				"SELECT indexrelid::regclass FROM pg_index WHERE indrelid = '$tab'::regclass ORDER BY 1"))
-		{
-			my ($ret, $out, $err) = $node->psql('postgres',
-				"SELECT bt_index_check('$idx', heapallindexed => true)");
-			is($ret, 0, "$what: bt_index_check($idx, heapallindexed)") or diag($err);
-		}
-	}
+	return tier_counts($node, 'postgres', 't');
 }
 
 my $before = state_of();
 like($before, qr/^65000:-?\d+:65000:0$/, 'start: 65,000 rows, none in both tables');
 is(tiers(), '45000/20000', 'start: 20,000 archived, 40,000 due, 5,000 hot');
 
-my %phase = (locked => 1, deleted => 2, before_commit => 3);
-
 # Starts a run in its own session that waits at $name; returns the backend
 # pid of the run and the two sessions (the holder of the lock, the run).
 sub paused_run
 {
 	my ($name) = @_;
-	my $n = $phase{$name};
-	my $holder = $node->background_psql('postgres');
-	$holder->query_safe("SELECT pg_advisory_lock(1094930497, $n)");
-	my $runner = $node->background_psql('postgres', on_error_stop => 0);
-	$runner->query_safe("SET archive_cluster.debug_pause = '$name'");
-	$runner->query_safe("SET archive_cluster.max_batch_rows = 10000");
-	$runner->query_until(qr/started/,
-		"\\echo started\nSELECT * FROM archive_cluster_run('t', force => true);\n");
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497
-			   AND objid = $n AND NOT granted"),
-		"$name: the run waits at its phase");
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497 AND objid = $n AND NOT granted"
-	);
-	return ($pid, $holder, $runner);
+	return start_paused($node, 'postgres', $name,
+		"SELECT * FROM archive_cluster_run('t', force => true)",
+		"$name: the run waits at its phase", 'SET archive_cluster.max_batch_rows = 10000');
 }
 
 sub after_restart
@@ -123,7 +82,7 @@ sub after_restart
 	my ($what, $expect_tiers) = @_;
 	is(state_of(), $before, "$what: same count and checksum, no row in both tables");
 	is(tiers(), $expect_tiers, "$what: rows where the outcome says");
-	amcheck_clean($what);
+	amcheck_clean($node, 'postgres', $what, 't_current', 't_archive') if $amcheck;
 }
 
 foreach my $name ('locked', 'deleted', 'before_commit')
@@ -134,23 +93,14 @@ foreach my $name ('locked', 'deleted', 'before_commit')
 		# others do not see the run's uncommitted work
 		is(tiers(), '45000/20000', "$name: the run's work is not visible to others");
 	}
-	my $log_offset = -s $node->logfile;
-	kill 'KILL', $pid;
-	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
-	eval { $holder->quit; };
-	eval { $runner->quit; };
-	$node->poll_query_until('postgres', 'SELECT true')
-	  or die "server did not come back after kill -9 at $name";
+	crash_backend($node, 'postgres', $pid, "kill -9 at $name", $holder, $runner);
 	after_restart("kill -9 at $name", '45000/20000');
 }
 
 # an immediate shutdown while the run waits before its commit
 {
 	my ($pid, $holder, $runner) = paused_run('before_commit');
-	$node->stop('immediate');
-	eval { $holder->quit; };
-	eval { $runner->quit; };
-	$node->start;
+	restart_immediate($node, $holder, $runner);
 	after_restart('immediate shutdown before commit', '45000/20000');
 }
 
@@ -162,8 +112,7 @@ is( $node->safe_psql('postgres',
 	'archived 40000 4',
 	'the next run completes: 40,000 rows in 4 batches');
 is(state_of(), $before, 'after the run: same rows, none in both tables');
-$node->stop('immediate');
-$node->start;
+restart_immediate($node);
 after_restart('immediate shutdown after a committed run', '5000/60000');
 
 # everything works after all that: DML through the view and another run
@@ -180,7 +129,7 @@ is( $node->safe_psql('postgres',
 	),
 	'65099:65099:0',
 	'all rows once after DML and the run');
-amcheck_clean('at the end');
+amcheck_clean($node, 'postgres', 'at the end', 't_current', 't_archive') if $amcheck;
 
 $node->stop;
 done_testing();

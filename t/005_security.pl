@@ -19,20 +19,19 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('security');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.enabled = off
-archive_cluster.naptime = 1
-max_worker_processes = 16
-});
-$node->start;
+my $node = new_node(
+	'security',
+	'archive_cluster.enabled' => 'off',
+	'archive_cluster.naptime' => 1,
+	max_worker_processes => 16);
 
 # The test's own queries look in pg_catalog first: only the extension's SQL
 # is under test.
@@ -278,12 +277,10 @@ is(catalog_first('SELECT count(*) FROM m'),
 	'100', "mallory's table: 100 rows after register, DML, run and unregister");
 
 # the background worker, in a database whose search_path puts public first
-$node->append_conf('postgresql.conf', 'archive_cluster.enabled = on');
-$node->reload;
+reload_with($node, 'archive_cluster.enabled' => 'on');
 ok($node->poll_query_until('postgres', 'SELECT count(*) OPERATOR(pg_catalog.=) 3000 FROM wk_archive'),
 	'the background worker archived alice\'s table wk');
-$node->append_conf('postgresql.conf', 'archive_cluster.enabled = off');
-$node->reload;
+reload_with($node, 'archive_cluster.enabled' => 'off');
 # statistics and the views, read by the superuser and by alice
 $node->safe_psql(
 	'postgres', q{

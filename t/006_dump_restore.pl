@@ -7,18 +7,15 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('dump');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.enabled = off
-});
-$node->start;
+my $node = new_node('dump', 'archive_cluster.enabled' => 'off');
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
 $node->safe_psql(
@@ -43,11 +40,7 @@ INSERT INTO app."Pay" (cid, amount) SELECT g % 50, 1 FROM generate_series(1, 100
 UPDATE app."Pay" SET note = 'changed' WHERE id IN (1, 19999, 20001);
 });
 
-my $state_sql = q{
-SELECT count(*) || ':' || sum(hashtext(p::text)::bigint) || ':'
-	|| (SELECT count(*) FROM app."Pay_current") || '/' || (SELECT count(*) FROM app."Pay_archive") || ':'
-	|| (SELECT count(*) FROM app."Pay_current" c JOIN app."Pay_archive" a USING (id))
-FROM app."Pay" p};
+my $state_sql = state_sql('app."Pay"', with => [qw(tiers in_both)]);
 my $before = $node->safe_psql('src', $state_sql);
 like($before, qr/^21000:-?\d+:6000\/15000:0$/, 'source: 21,000 rows, 15,000 archived');
 my $config_sql = q{

@@ -11,18 +11,15 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('keyrace');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.enabled = off
-});
-$node->start;
+my $node = new_node('keyrace', 'archive_cluster.enabled' => 'off');
 
 $node->safe_psql('postgres', 'CREATE EXTENSION archive_cluster');
 

@@ -14,22 +14,21 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('hostage');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.naptime = 1
-archive_cluster.enabled = off
-archive_cluster.lock_timeout = 200
-max_worker_processes = 16
-autovacuum = off
-});
-$node->start;
+my $node = new_node(
+	'hostage',
+	'archive_cluster.naptime' => 1,
+	'archive_cluster.enabled' => 'off',
+	'archive_cluster.lock_timeout' => 200,
+	max_worker_processes => 16,
+	autovacuum => 'off');
 
 $node->safe_psql(
 	'postgres', q{
@@ -48,15 +47,12 @@ GRANT CREATE ON SCHEMA public TO owner1, owner2;
 sub make_table
 {
 	my ($owner, $name) = @_;
-	$node->safe_psql(
-		'app', qq{
-SET ROLE $owner;
-CREATE TABLE $name (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
-INSERT INTO $name SELECT g, g % 50, now() - interval '3 hours' - g * interval '1 ms'
-FROM generate_series(1, 5000) g;
-SELECT archive_cluster_register('$name', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 1000);
-});
+	$node->safe_psql('app',
+		"SET ROLE $owner;\n"
+		  . table_sql($name,
+			index => 0,
+			rows => "SELECT g, g % 50, now() - interval '3 hours' - g * interval '1 ms' FROM generate_series(1, 5000) g",
+			batch_rows => 1000));
 }
 
 sub archived_rows
@@ -90,12 +86,11 @@ $owner2->query_safe('BEGIN');
 $owner2->query_safe('LOCK TABLE t2_current IN ACCESS EXCLUSIVE MODE');
 
 my $log_offset = -s $node->logfile;
-$node->safe_psql('app', 'ALTER SYSTEM SET archive_cluster.enabled = on');
-$node->reload;
+alter_system($node, 'archive_cluster.enabled' => 'on');
 
-ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t1_archive'),
+ok(wait_archived($node, 'app', 't1', 5000),
 	"owner1's table is archived while owner2 holds ACCESS EXCLUSIVE on t2_current");
-ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t3_archive'),
+ok(wait_archived($node, 'app', 't3', 5000),
 	'the table whose old run lock evil holds is archived');
 $node->wait_for_log(qr/skipping "t2": could not lock its view or tables within archive_cluster\.lock_timeout/,
 	$log_offset);
@@ -108,24 +103,17 @@ is( $node->safe_psql('app',
 	'a skipped table is no failure: no error in archive_cluster_runs');
 
 $owner2->query_safe('COMMIT');
-ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t2_archive'),
+ok(wait_archived($node, 'app', 't2', 5000),
 	't2 is archived once its lock is gone');
 $evil->query_safe('SELECT pg_advisory_unlock_all()');
 
 # --- 3. failing database commands of evil leave the worker alone.  A worker
 # is held in the middle of its run of t4 (debug_pause 'locked': it waits for
 # an advisory lock the test holds), so that it would be gone if they stopped it.
-my $pauser = $node->background_psql('app');
-$pauser->query_safe('SELECT pg_advisory_lock(1094930497, 1)');
-$node->safe_psql('app', "ALTER SYSTEM SET archive_cluster.debug_pause = 'locked'");
-$node->reload;
+my $pauser = hold_pause($node, 'app', 'locked');
+alter_system($node, 'archive_cluster.debug_pause' => 'locked');
 make_table('owner1', 't4');
-ok( $node->poll_query_until(
-		'app',
-		"SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-		 WHERE l.locktype = 'advisory' AND l.classid = 1094930497 AND l.objid = 1
-		   AND NOT l.granted AND a.backend_type = 'archive_cluster worker'"),
-	'a worker is in the middle of its run of t4');
+ok(wait_paused($node, 'app', 'locked', worker => 1), 'a worker is in the middle of its run of t4');
 my $pid = worker_pid();
 for my $cmd ('DROP DATABASE app',
 	'ALTER DATABASE app RENAME TO app2',
@@ -139,11 +127,10 @@ for my $cmd ('DROP DATABASE app',
 sleep(2);
 is(worker_pid(), $pid, "the worker survived evil's database commands");
 
-$node->safe_psql('app', 'ALTER SYSTEM RESET archive_cluster.debug_pause');
-$node->reload;
-$pauser->query_safe('SELECT pg_advisory_unlock(1094930497, 1)');
+alter_system($node, 'archive_cluster.debug_pause' => undef);
+release_pause($pauser, 'locked');
 $pauser->quit;
-ok($node->poll_query_until('app', 'SELECT count(*) = 5000 FROM t4_archive'),
+ok(wait_archived($node, 'app', 't4', 5000),
 	'and that worker completes its run');
 ok( !$node->log_contains(qr/terminating background worker "archive_cluster worker/),
 	'no archive_cluster worker was stopped');

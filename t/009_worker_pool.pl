@@ -15,6 +15,10 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use POSIX qw(ceil floor);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -27,31 +31,26 @@ my $rows = 10000;       # old rows per table
 my $batch_rows = 2000;  # and max_batch_rows: a pass is 5 runs of one batch
 my $par = 4;            # parallel workers the test query plans
 
-my $node = PostgreSQL::Test::Cluster->new('pool');
-$node->init;
-# log_statement = none: the log then holds only what the server says itself
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-max_worker_processes = 8
-max_parallel_workers = 8
-max_parallel_workers_per_gather = $par
-archive_cluster.max_workers = $slots
-archive_cluster.naptime = $naptime
-archive_cluster.worker_time_slice = 2
-archive_cluster.max_batch_rows = $batch_rows
-archive_cluster.extension_recheck_interval = 3600
-# the pool's scheduling only: compaction by the worker is t/011_compaction.pl's
-archive_cluster.compaction = off
-archive_cluster.enabled = off
-autovacuum = off
-log_statement = none
-# any index is big enough for a parallel VACUUM, any table for a parallel
-# scan: the pool's workers must use none (they would take slots of the 8)
-min_parallel_index_scan_size = 0
-min_parallel_table_scan_size = 0
-});
-$node->start;
+my $node = new_node(
+	'pool',
+	max_worker_processes => 8,
+	max_parallel_workers => 8,
+	max_parallel_workers_per_gather => $par,
+	'archive_cluster.max_workers' => $slots,
+	'archive_cluster.naptime' => $naptime,
+	'archive_cluster.worker_time_slice' => 2,
+	'archive_cluster.max_batch_rows' => $batch_rows,
+	'archive_cluster.extension_recheck_interval' => 3600,
+	# the pool's scheduling only: compaction by the worker is t/011_compaction.pl's
+	'archive_cluster.compaction' => 'off',
+	'archive_cluster.enabled' => 'off',
+	autovacuum => 'off',
+	# none: the log then holds only what the server says itself
+	log_statement => 'none',
+	# any index is big enough for a parallel VACUUM, any table for a parallel
+	# scan: the pool's workers must use none (they would take slots of the 8)
+	min_parallel_index_scan_size => 0,
+	min_parallel_table_scan_size => 0);
 
 my @dbs = map { sprintf('db%02d', $_) } 1 .. $ndb;
 my @nox = ('nox1', 'nox2');
@@ -60,17 +59,14 @@ my @nox = ('nox1', 'nox2');
 sub make_pay
 {
 	my ($db, $prefix, $suffix) = @_;
-	$node->safe_psql(
-		$db, qq{
-$prefix
-CREATE TABLE pay (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text);
-CREATE INDEX ON pay (cid, ts);
-INSERT INTO pay SELECT g, g % 100, now() - interval '3 hours' - g * interval '1 ms', repeat('x', 40)
-FROM generate_series(1, $rows) g;
-SELECT archive_cluster_register('pay', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => $batch_rows);
-$suffix
-});
+	$node->safe_psql($db,
+		"$prefix\n"
+		  . table_sql('pay',
+			columns => 'pad text',
+			rows => "SELECT g, g % 100, now() - interval '3 hours' - g * interval '1 ms', repeat('x', 40)
+FROM generate_series(1, $rows) g",
+			batch_rows => $batch_rows)
+		  . "$suffix\n");
 }
 
 $node->safe_psql('postgres', join('', map { "CREATE DATABASE $_;\n" } @dbs, @nox));
@@ -221,8 +217,7 @@ ok($first_round_over, 'every database has had its first worker');
 # --- every table archived completely, by the workers, without an error
 for my $db (@dbs)
 {
-	$node->poll_query_until($db,
-		"SELECT count(*) = $rows FROM pay_archive") or diag("$db: not archived");
+	wait_archived($node, $db, 'pay', $rows) or diag("$db: not archived");
 }
 my %first_run;    # s after t0 at which the first worker run of each table started
 my ($runs, $complete, $errors) = (0, 0, 0);
@@ -320,7 +315,7 @@ is( scalar(grep { $first_run{$_} ne '' && $first_run{$_} >= 0 && $first_run{$_} 
 
 # --- a CREATE EXTENSION is noticed at once (the recheck interval is 3600 s)
 make_pay('nox1', 'BEGIN; CREATE EXTENSION archive_cluster;', 'COMMIT;');
-ok($node->poll_query_until('nox1', "SELECT count(*) = $rows FROM pay_archive"),
+ok(wait_archived($node, 'nox1', 'pay', $rows),
 	'nox1: archived after CREATE EXTENSION archive_cluster there');
 is( $node->safe_psql(
 		'db01',

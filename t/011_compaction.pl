@@ -15,31 +15,25 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('compaction');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.naptime = 1
-archive_cluster.compaction = off
-restart_after_crash = on
-autovacuum = off
-});
-$node->start;
+my $node = new_node(
+	'compaction',
+	'archive_cluster.naptime' => 1,
+	'archive_cluster.compaction' => 'off',
+	restart_after_crash => 'on',
+	autovacuum => 'off');
 
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION archive_cluster;
-CREATE EXTENSION amcheck;
-CREATE TABLE t (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text NOT NULL, big text);
-CREATE INDEX ON t (cid, ts);
-SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 5000);
-});
+$node->safe_psql('postgres',
+	    "CREATE EXTENSION archive_cluster;\n"
+	  . "CREATE EXTENSION amcheck;\n"
+	  . table_sql('t', columns => 'pad text NOT NULL, big text', batch_rows => 5000));
 
 # $n rows more, old enough to be archived (TOASTed values now and then)
 sub grow
@@ -54,13 +48,10 @@ FROM generate_series($from, $to) g;
 });
 }
 
+# count:checksum:distinct ids:rows in both tiers
 sub state_of
 {
-	return $node->safe_psql(
-		'postgres', q{
-SELECT count(*) || ':' || sum(hashtext(v::text)::bigint) || ':' || count(DISTINCT id)
-	|| ':' || (SELECT count(*) FROM t_current c JOIN t_archive a USING (id))
-FROM t v});
+	return tier_state($node, 'postgres', 't', with => [qw(ids in_both)]);
 }
 
 sub loose
@@ -75,22 +66,6 @@ sub compactions
 	return $node->safe_psql('postgres',
 		"SELECT count(*) FROM archive_cluster_runs WHERE kind = 'compaction' AND error IS NULL"
 		  . " AND started_by = '$by'");
-}
-
-sub amcheck_clean
-{
-	my ($what) = @_;
-	is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('t_archive')"),
-		'0', "$what: verify_heapam(t_archive) reports nothing");
-	foreach my $idx (
-		split /\n/,
-		$node->safe_psql('postgres',
-			"SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 't_archive'::regclass ORDER BY 1"))
-	{
-		my ($ret, $out, $err) = $node->psql('postgres',
-			"SELECT bt_index_check('$idx', heapallindexed => true)");
-		is($ret, 0, "$what: bt_index_check($idx, heapallindexed)") or diag($err);
-	}
 }
 
 # --- the worker archives, in ten runs, but does not compact while it is off
@@ -111,8 +86,7 @@ is(compactions('worker'), '0', 'compaction off: the worker did not compact');
 
 # --- on: the worker compacts once, then vacuums the archive
 my $log_offset = -s $node->logfile;
-$node->append_conf('postgresql.conf', 'archive_cluster.compaction = on');
-$node->reload;
+reload_with($node, 'archive_cluster.compaction' => 'on');
 $node->wait_for_log(qr/archive_cluster: compacted the archive of "t": 50000 rows rewritten/,
 	$log_offset);
 ok($node->poll_query_until('postgres',
@@ -125,11 +99,10 @@ is($node->safe_psql('postgres',
 	't', 'after it: less than a page per customer left to gain');
 sleep 3;
 is(compactions('worker'), '1', 'nothing due: no second compaction');
-amcheck_clean('after the worker compacted');
+amcheck_clean($node, 'postgres', 'after the worker compacted', 't_archive');
 
 # --- crashes in the middle of a manual compaction (the worker stays away)
-$node->append_conf('postgresql.conf', 'archive_cluster.enabled = off');
-$node->reload;
+reload_with($node, 'archive_cluster.enabled' => 'off');
 for my $b (10 .. 11)
 {
 	grow($b * 5000 + 1, 5000);
@@ -138,28 +111,13 @@ for my $b (10 .. 11)
 $before = state_of();
 my $loose_before = loose();
 
-my %phase = (deleted => 2, before_commit => 3);
-
 # a compaction in its own session, waiting at $name; returns its pid and sessions
 sub paused_compaction
 {
 	my ($name) = @_;
-	my $n = $phase{$name};
-	my $holder = $node->background_psql('postgres');
-	$holder->query_safe("SELECT pg_advisory_lock(1094930497, $n)");
-	my $runner = $node->background_psql('postgres', on_error_stop => 0);
-	$runner->query_safe("SET archive_cluster.debug_pause = '$name'");
-	$runner->query_until(qr/started/,
-		"\\echo started\nSELECT * FROM archive_cluster_compact('t', force => true);\n");
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497
-			   AND objid = $n AND NOT granted"),
+	return start_paused($node, 'postgres', $name,
+		"SELECT * FROM archive_cluster_compact('t', force => true)",
 		"$name: the compaction waits at its phase");
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497 AND objid = $n AND NOT granted"
-	);
-	return ($pid, $holder, $runner);
 }
 
 sub after_restart
@@ -167,29 +125,20 @@ sub after_restart
 	my ($what) = @_;
 	is(state_of(), $before, "$what: same count and checksum, no row in both tiers");
 	is(loose(), $loose_before, "$what: the loose set as before the compaction");
-	amcheck_clean($what);
+	amcheck_clean($node, 'postgres', $what, 't_archive');
 }
 
 foreach my $name ('deleted', 'before_commit')
 {
 	my ($pid, $holder, $runner) = paused_compaction($name);
 	is(state_of(), $before, "$name: others see every row once meanwhile");
-	$log_offset = -s $node->logfile;
-	kill 'KILL', $pid;
-	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
-	eval { $holder->quit; };
-	eval { $runner->quit; };
-	$node->poll_query_until('postgres', 'SELECT true')
-	  or die "server did not come back after kill -9 at $name";
+	crash_backend($node, 'postgres', $pid, "kill -9 at $name", $holder, $runner);
 	after_restart("kill -9 at $name");
 }
 
 {
 	my ($pid, $holder, $runner) = paused_compaction('before_commit');
-	$node->stop('immediate');
-	eval { $holder->quit; };
-	eval { $runner->quit; };
-	$node->start;
+	restart_immediate($node, $holder, $runner);
 	after_restart('immediate shutdown before commit');
 }
 
@@ -198,24 +147,19 @@ is($node->safe_psql('postgres', "SELECT status FROM archive_cluster_compact('t',
 	'compacted', 'the next compaction completes');
 my $loose_after = loose();
 isnt($loose_after, $loose_before, 'it replaced the loose set');
-$node->stop('immediate');
-$node->start;
+restart_immediate($node);
 is(state_of(), $before, 'crash after a committed compaction: same rows');
 is(loose(), $loose_after, 'crash after a committed compaction: its loose set');
-amcheck_clean('crash after a committed compaction');
+amcheck_clean($node, 'postgres', 'crash after a committed compaction', 't_archive');
 $node->safe_psql('postgres', 'VACUUM t_archive');
 is($node->safe_psql('postgres', "SELECT status FROM archive_cluster_compact('t', force => true)"),
 	'compacted', 'and one more after VACUUM');
 is(state_of(), $before, 'every row once');
-amcheck_clean('after VACUUM and one more compaction');
+amcheck_clean($node, 'postgres', 'after VACUUM and one more compaction', 't_archive');
 
 # --- table mode: the worker compacts too
-$node->safe_psql(
-	'postgres', q{
-CREATE TABLE tm (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text NOT NULL);
-CREATE INDEX ON tm (cid, ts);
-SELECT archive_cluster_register('tm', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 2000, mode => 'table');
+$node->safe_psql('postgres',
+	table_sql('tm', columns => 'pad text NOT NULL', batch_rows => 2000, mode => 'table') . q{
 DO $$
 BEGIN
 	FOR b IN 0..5 LOOP
@@ -225,15 +169,12 @@ BEGIN
 	END LOOP;
 END $$;
 });
-my $tm_before = $node->safe_psql('postgres',
-	"SELECT count(*) || ':' || sum(hashtext(x::text)::bigint) FROM tm x");
+my $tm_before = tier_state($node, 'postgres', 'tm');
 $log_offset = -s $node->logfile;
-$node->append_conf('postgresql.conf', 'archive_cluster.enabled = on');
-$node->reload;
+reload_with($node, 'archive_cluster.enabled' => 'on');
 $node->wait_for_log(qr/archive_cluster: compacted the archive of "tm": 12000 rows rewritten/,
 	$log_offset);
-is($node->safe_psql('postgres', "SELECT count(*) || ':' || sum(hashtext(x::text)::bigint) FROM tm x"),
-	$tm_before, 'table mode: the worker compacted, same rows');
+is(tier_state($node, 'postgres', 'tm'), $tm_before, 'table mode: the worker compacted, same rows');
 my ($ret, $out, $err) = $node->psql('postgres', "INSERT INTO tm VALUES (42, 1, now(), 'dup')");
 like($err, qr/duplicate key value violates unique constraint "tm_pkey"/,
 	'table mode: the primary key still holds across the tiers');

@@ -18,54 +18,44 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $pub = PostgreSQL::Test::Cluster->new('pub');
-$pub->init(allows_streaming => 'logical');
-$pub->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.enabled = off
-});
-$pub->start;
+my $pub = new_node(
+	'pub',
+	init => { allows_streaming => 'logical' },
+	'archive_cluster.enabled' => 'off');
+my $sub = new_node('sub', 'archive_cluster.naptime' => 1);
 
-my $sub = PostgreSQL::Test::Cluster->new('sub');
-$sub->init;
-$sub->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.naptime = 1
-});
-$sub->start;
-
-my $table = q{
-CREATE EXTENSION archive_cluster;
-CREATE TABLE t (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text NOT NULL);
-CREATE INDEX ON t (cid, ts);
-SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 1000);
-};
+my $table = "CREATE EXTENSION archive_cluster;\n"
+  . table_sql('t', id => 'int PRIMARY KEY', columns => 'pad text NOT NULL', batch_rows => 1000);
 $pub->safe_psql('postgres', $table);
 $sub->safe_psql('postgres', $table);
 # the subscriber's worker logs at DEBUG1 why it leaves the table alone
 $sub->safe_psql('postgres', 'ALTER DATABASE postgres SET log_min_messages = debug1');
 
-$pub->safe_psql(
-	'postgres', q{
-INSERT INTO t SELECT g, g % 100, now() - interval '2 days' + g * interval '1 s', repeat('p', g % 50)
-FROM generate_series(1, 5000) g;
-CREATE PUBLICATION p FOR TABLE t_current, t_archive;
-});
+# the INSERT of rows $from to $to into $table, $age old (one more second
+# per id), pads of $pad
+sub rows_sql
+{
+	my ($table, $from, $to, $age, $pad) = @_;
+	return
+	    "INSERT INTO $table SELECT g, g % 100, now() - interval '$age' + g * interval '1 s', repeat('$pad', g % 50)\n"
+	  . "FROM generate_series($from, $to) g;\n";
+}
+
+$pub->safe_psql('postgres',
+	rows_sql('t', 1, 5000, '2 days', 'p') . "CREATE PUBLICATION p FOR TABLE t_current, t_archive;\n");
 my $connstr = $pub->connstr . ' dbname=postgres';
 $sub->safe_psql('postgres', "CREATE SUBSCRIPTION s CONNECTION '$connstr' PUBLICATION p");
 $sub->wait_for_subscription_sync($pub, 's');
 
-my $state_sql = q{
-SELECT count(*) || ':' || sum(hashtext(t::text)::bigint) || ':'
-	|| (SELECT count(*) FROM t_current) || '/' || (SELECT count(*) FROM t_archive)
-FROM t};
+my $state_sql = state_sql('t', with => ['tiers']);
 sub same_state
 {
 	my ($what) = @_;
@@ -80,9 +70,7 @@ same_state('initial copy');
 # the publisher archives (a run, more rows, a second run, a compaction)
 $pub->safe_psql('postgres', q{SELECT status FROM archive_cluster_run('t', force => true)});
 $pub->safe_psql(
-	'postgres', q{
-INSERT INTO t SELECT g, g % 100, now() - interval '1 day' + g * interval '1 s', repeat('q', g % 50)
-FROM generate_series(5001, 8000) g;
+	'postgres', rows_sql('t', 5001, 8000, '1 day', 'q') . q{
 SELECT status FROM archive_cluster_run('t', force => true);
 SELECT status FROM archive_cluster_compact('t', force => true);
 });
@@ -142,7 +130,7 @@ is($rc, 0, 'unregistering on the publisher');
 like($err, qr/WARNING:  "t" was published by "p": subscribers must unregister it too/,
 	'... warns what subscribers must do');
 $pub->wait_for_catchup('s');
-my $pubsum = $pub->safe_psql('postgres', q{SELECT count(*) || ':' || sum(hashtext(t::text)::bigint) FROM t});
+my $pubsum = tier_state($pub, 'postgres', 't');
 is( $sub->safe_psql('postgres',
 		q{SELECT (SELECT count(*) FROM t_archive) || ' ' || (SELECT count(*) || ':' || sum(hashtext(t::text)::bigint) FROM t_current t)}),
 	"0 $pubsum", 'the subscriber replayed the move: its archive empty, every row in its current table once');
@@ -151,24 +139,17 @@ $sub->safe_psql('postgres', q{SELECT archive_cluster_unregister('t')});
 # replication goes on under the table's own name
 $pub->safe_psql('postgres', q{INSERT INTO t VALUES (9001, 1, now(), 'after'); UPDATE t SET pad = 'again' WHERE id = 2});
 $pub->wait_for_catchup('s');
-is( $sub->safe_psql('postgres', q{SELECT count(*) || ':' || sum(hashtext(t::text)::bigint) FROM t}),
-	$pub->safe_psql('postgres', q{SELECT count(*) || ':' || sum(hashtext(t::text)::bigint) FROM t}),
+is(tier_state($sub, 'postgres', 't'), tier_state($pub, 'postgres', 't'),
 	'after both unregistered: the same rows');
 
 # table mode: a publication of tm (made after registering) carries its
 # child tm_archive; runs and a compaction replicate, unregistering too
-my $tm = q{
-CREATE TABLE tm (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text NOT NULL);
-CREATE INDEX ON tm (cid, ts);
-SELECT archive_cluster_register('tm', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 1000, mode => 'table');
-};
+my $tm = table_sql('tm', id => 'int PRIMARY KEY', columns => 'pad text NOT NULL', batch_rows => 1000,
+	mode => 'table');
 $pub->safe_psql('postgres', $tm);
 $sub->safe_psql('postgres', $tm);
 $pub->safe_psql(
-	'postgres', q{
-INSERT INTO tm SELECT g, g % 100, now() - interval '2 days' + g * interval '1 s', repeat('p', g % 50)
-FROM generate_series(1, 4000) g;
+	'postgres', rows_sql('tm', 1, 4000, '2 days', 'p') . q{
 SELECT status FROM archive_cluster_run('tm', force => true);
 CREATE PUBLICATION ptm FOR TABLE tm;
 });
@@ -176,14 +157,9 @@ is( $pub->safe_psql('postgres', q{SELECT string_agg(tablename, ',' ORDER BY tabl
 	'tm,tm_archive', 'table mode: the publication of tm carries tm_archive');
 $sub->safe_psql('postgres', "CREATE SUBSCRIPTION stm CONNECTION '$connstr' PUBLICATION ptm");
 $sub->wait_for_subscription_sync($pub, 'stm');
-my $tm_sql = q{
-SELECT count(*) || ':' || sum(hashtext(tm::text)::bigint) || ':'
-	|| (SELECT count(*) FROM ONLY tm) || '/' || (SELECT count(*) FROM tm_archive)
-FROM tm};
+my $tm_sql = state_sql('tm', mode => 'table', with => ['tiers']);
 $pub->safe_psql(
-	'postgres', q{
-INSERT INTO tm SELECT g, g % 100, now() - interval '1 day' + g * interval '1 s', repeat('q', g % 50)
-FROM generate_series(4001, 6000) g;
+	'postgres', rows_sql('tm', 4001, 6000, '1 day', 'q') . q{
 SELECT status FROM archive_cluster_run('tm', force => true);
 SELECT status FROM archive_cluster_compact('tm', force => true);
 UPDATE tm SET pad = 'changed' WHERE id % 97 = 0;
@@ -201,7 +177,7 @@ like($err, qr/WARNING:  "tm" was published by "ptm": subscribers must unregister
 	'table mode: unregistering on the publisher warns');
 $pub->wait_for_catchup('stm');
 is( $sub->safe_psql('postgres', q{SELECT (SELECT count(*) FROM tm_archive) || ' ' || (SELECT count(*) || ':' || sum(hashtext(tm::text)::bigint) FROM ONLY tm)}),
-	'0 ' . $pub->safe_psql('postgres', q{SELECT count(*) || ':' || sum(hashtext(tm::text)::bigint) FROM tm}),
+	'0 ' . tier_state($pub, 'postgres', 'tm'),
 	'table mode: the subscriber replayed the move');
 $sub->safe_psql('postgres', q{SELECT archive_cluster_unregister('tm')});
 is($sub->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'tm_archive'}), '0',

@@ -14,6 +14,10 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -21,20 +25,15 @@ use Time::HiRes qw(time usleep);
 
 my $job_timeout = 5;    # archive_cluster.job_timeout, s
 
-my $node = PostgreSQL::Test::Cluster->new('owner_code');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.max_workers = 2
-archive_cluster.worker_time_slice = 2
-archive_cluster.naptime = 1
-archive_cluster.job_timeout = $job_timeout
-archive_cluster.compaction = off
-archive_cluster.enabled = off
-autovacuum = off
-});
-$node->start;
+my $node = new_node(
+	'owner_code',
+	'archive_cluster.max_workers' => 2,
+	'archive_cluster.worker_time_slice' => 2,
+	'archive_cluster.naptime' => 1,
+	'archive_cluster.job_timeout' => $job_timeout,
+	'archive_cluster.compaction' => 'off',
+	'archive_cluster.enabled' => 'off',
+	autovacuum => 'off');
 
 $node->safe_psql(
 	'postgres', q{
@@ -84,8 +83,7 @@ make_slow_table(
 	END LOOP;});
 
 my $log_offset = -s $node->logfile;
-$node->safe_psql('postgres',
-	"ALTER SYSTEM SET archive_cluster.enabled = on; SELECT pg_reload_conf();");
+alter_system($node, 'archive_cluster.enabled' => 'on');
 
 # both workers of the pool sit in ev's batches
 ok( $node->poll_query_until(
@@ -98,15 +96,13 @@ WHERE activity = 'archiving' AND datname IN ('ev1', 'ev2')}),
 my $start = time();
 $node->safe_psql('good',
 	'CREATE EXTENSION archive_cluster; CREATE SCHEMA g AUTHORIZATION good;');
-$node->safe_psql(
-	'good', q{
-SET ROLE good;
-SET search_path = g, public;
-CREATE TABLE pay (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
-INSERT INTO pay SELECT g, g % 10, now() - interval '2 hours' FROM generate_series(1, 1000) g;
-SELECT archive_cluster_register('pay', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 100);
-});
+$node->safe_psql('good',
+	    "SET ROLE good;\n"
+	  . "SET search_path = g, public;\n"
+	  . table_sql('pay',
+		index => 0,
+		rows => "SELECT g, g % 10, now() - interval '2 hours' FROM generate_series(1, 1000) g",
+		batch_rows => 100));
 my $archived = 0;
 while (time() - $start < 60)
 {

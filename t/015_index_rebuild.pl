@@ -15,31 +15,25 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ArchiveClusterTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('rebuild');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'archive_cluster'
-archive_cluster.naptime = 1
-archive_cluster.enabled = off
-archive_cluster.compaction_threshold = 0.01
-archive_cluster.index_rebuild_fill = 0.95
-autovacuum = off
-});
-$node->start;
+my $node = new_node(
+	'rebuild',
+	'archive_cluster.naptime' => 1,
+	'archive_cluster.enabled' => 'off',
+	'archive_cluster.compaction_threshold' => 0.01,
+	'archive_cluster.index_rebuild_fill' => 0.95,
+	autovacuum => 'off');
 
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION archive_cluster;
-CREATE TABLE t (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL, pad text NOT NULL);
-CREATE INDEX ON t (cid, ts);
-SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts',
-								hot_window => '1 hour', batch_rows => 5000);
-});
+$node->safe_psql('postgres',
+	"CREATE EXTENSION archive_cluster;\n"
+	  . table_sql('t', columns => 'pad text NOT NULL', batch_rows => 5000));
 
 # $n rows more, old enough to be archived, archived by a run of their own
 sub grow_and_run
@@ -56,8 +50,7 @@ SELECT archive_cluster_run('t', force => true);
 
 sub state_of
 {
-	return $node->safe_psql('postgres',
-		'SELECT count(*) || \':\' || sum(hashtext(v::text)::bigint) FROM t v');
+	return tier_state($node, 'postgres', 't');
 }
 
 # the archive's indexes: name, OID, validity and fill, one per line
@@ -75,8 +68,7 @@ WHERE i.indrelid = 't_archive'::regclass ORDER BY c.relname});
 sub workers_off
 {
 	my ($what) = @_;
-	$node->safe_psql('postgres',
-		"ALTER SYSTEM SET archive_cluster.enabled = off; SELECT pg_reload_conf();");
+	alter_system($node, 'archive_cluster.enabled' => 'off');
 	ok( $node->poll_query_until(
 			'postgres',
 			"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'archive_cluster worker'"),
@@ -90,8 +82,7 @@ note("before: " . join('; ', map { join(' ', @{ $before{$_} }) } sort keys %befo
 
 # --- the worker compacts, then rebuilds the sparse indexes
 my $log_offset = -s $node->logfile;
-$node->safe_psql('postgres',
-	"ALTER SYSTEM SET archive_cluster.enabled = on; SELECT pg_reload_conf();");
+alter_system($node, 'archive_cluster.enabled' => 'on');
 ok( $node->wait_for_log(
 		qr/archive_cluster: rebuilt index "public\.t_archive_cid_ts_idx" of the archive of "t"/,
 		$log_offset),
@@ -120,8 +111,7 @@ my $snap = $node->background_psql('postgres');
 $snap->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 $snap->query_safe('SELECT count(*) FROM pg_class');
 $log_offset = -s $node->logfile;
-$node->safe_psql('postgres',
-	"ALTER SYSTEM SET archive_cluster.enabled = on; SELECT pg_reload_conf();");
+alter_system($node, 'archive_cluster.enabled' => 'on');
 my $waiting = q{SELECT pid FROM pg_stat_progress_create_index
 WHERE command = 'REINDEX CONCURRENTLY' AND phase = 'waiting for old snapshots'};
 ok($node->poll_query_until('postgres', "SELECT EXISTS ($waiting)"),
