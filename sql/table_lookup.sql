@@ -1,6 +1,7 @@
 -- Table mode: a look-up by one key of a unique index stops at the tier that
--- holds the row (the custom scan ArchiveClusterTier); anything else reads
--- both tiers.
+-- holds the row (the custom scan ArchiveClusterTier; a SELECT of the table
+-- alone is planned without the archive, ArchiveClusterProbe, table_probe.sql);
+-- anything else reads both tiers.
 CREATE SCHEMA tl;
 GRANT USAGE, CREATE ON SCHEMA tl TO ac_owner;
 SET ROLE ac_owner;

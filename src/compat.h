@@ -373,4 +373,18 @@ ac_extend_by_one_page(Relation rel, BufferAccessStrategy strategy)
 	return blk;
 }
 
+/*
+ * planner_hook takes the EXPLAIN state being built since 19.
+ */
+#include "optimizer/planner.h"
+#if PG_VERSION_NUM >= 190000
+#define AC_PLANNER_PARAMS Query *parse, const char *query_string, int cursorOptions, \
+	ParamListInfo boundParams, ExplainState *es
+#define AC_PLANNER_ARGS parse, query_string, cursorOptions, boundParams, es
+#else
+#define AC_PLANNER_PARAMS Query *parse, const char *query_string, int cursorOptions, \
+	ParamListInfo boundParams
+#define AC_PLANNER_ARGS parse, query_string, cursorOptions, boundParams
+#endif
+
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

@@ -155,6 +155,8 @@ ac_unique_entry_fill(AcUniqueEntry *e, Relation rel, AcUniqueEntry *out)
 																	   index->rd_opcintype[i],
 																	   index->rd_opcintype[i],
 																	   BTEqualStrategyNumber));
+						p->opfamilies[i] = index->rd_opfamily[i];
+						p->opcintypes[i] = index->rd_opcintype[i];
 						p->attnos[i] = index->rd_index->indkey.values[i];
 						if (p->attnos[i] == 0)
 							p->simple = false;	/* an expression */

@@ -27,6 +27,8 @@ typedef struct AcUniquePair
 	bool		nulls_equal;	/* NULLS NOT DISTINCT */
 	int			nkeys;
 	Oid			eqprocs[INDEX_MAX_KEYS];
+	Oid			opfamilies[INDEX_MAX_KEYS]; /* of own's key columns */
+	Oid			opcintypes[INDEX_MAX_KEYS];
 	bool		valid;			/* own is valid (else being built, or left invalid) */
 	bool		simple;			/* key columns only: no expression, no predicate */
 	AttrNumber	attnos[INDEX_MAX_KEYS]; /* if simple */
@@ -45,6 +47,10 @@ typedef struct AcUniqueEntry
 	Oid			missing;		/* a unique index without counterpart */
 	Oid			last_unique;	/* the highest OID of the tier's unique indexes */
 	TupleDesc	desc;			/* the tier's rows, to read keys from */
+	bool		probe_tiers;	/* tier_probe.c: <t>'s only child is the
+								 * archive and both tiers have guards (only a
+								 * yes is kept: a child's DROP does not
+								 * invalidate <t>) */
 	MemoryContext cxt;			/* pairs, desc and ranges; NULL if none */
 	uint64		fill;			/* which fill of the cache this is */
 	Oid			locked;			/* the other tier, locked in this */

@@ -1,0 +1,159 @@
+-- Table mode: a SELECT of the table alone by one key of a unique index is
+-- planned as on the plain table (the table's own rows), and its custom scan
+-- ArchiveClusterProbe looks the key up in the archive only when they have no
+-- row (tier_probe.c).
+CREATE SCHEMA tp;
+GRANT USAGE, CREATE ON SCHEMA tp TO ac_owner;
+SET ROLE ac_owner;
+-- a dropped column before registration: the archive's rows are laid out
+-- otherwise than the table's, and are converted
+CREATE TABLE tp.t (
+	gone int,
+	id int PRIMARY KEY,
+	ts timestamp NOT NULL,
+	cid int NOT NULL,
+	note text
+);
+ALTER TABLE tp.t DROP COLUMN gone;
+INSERT INTO tp.t (id, ts, cid, note)
+SELECT i, timestamp '2020-01-01' + i * interval '1 minute', i % 10, 'n' || i
+FROM generate_series(1, 100) i;
+SELECT archive_cluster_register('tp.t', '{cid,ts}', 'ts', '1 day', mode => 'table');
+SELECT rows_moved FROM archive_cluster_run('tp.t', force => true);
+-- ids 1-100 archived, 1001-1005 in ONLY tp.t
+INSERT INTO tp.t (id, ts, cid, note)
+SELECT i, timestamp '2030-01-01' + i * interval '1 minute', i % 10, 'n' || i
+FROM generate_series(1001, 1005) i;
+ANALYZE tp.t, tp.t_archive;
+SELECT attnum, attname FROM pg_attribute WHERE attrelid = 'tp.t_archive'::regclass AND attnum > 0 ORDER BY 1;
+CREATE FUNCTION tp.analyzed(q text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (analyze, costs off, timing off, summary off, buffers off) ' || q LOOP
+		CONTINUE WHEN line ~ 'Index Searches:';
+		RETURN NEXT regexp_replace(line, 'rows=(\d+)\.00 ', 'rows=\1 ', 'g');
+	END LOOP;
+END
+$$;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+
+-- a row of the table: the archive is not probed
+SELECT tp.analyzed($$SELECT * FROM tp.t WHERE id = 1003$$);
+-- an archived row: probed, converted, tableoid the archive's
+SELECT tp.analyzed($$SELECT * FROM tp.t WHERE id = 7$$);
+SELECT tableoid::regclass, * FROM tp.t WHERE id = 7;
+SELECT tableoid::regclass, * FROM tp.t WHERE id = 1003;
+SELECT tableoid::regclass, t FROM tp.t WHERE 7 = id;
+-- in neither; a NULL key
+SELECT count(*) FROM tp.t WHERE id = 99999;
+SELECT count(*) FROM tp.t WHERE id = NULL::int;
+-- the other quals apply to an archived row too
+SELECT id FROM tp.t WHERE id = 7 AND note = 'n7';
+SELECT id FROM tp.t WHERE id = 7 AND note = 'other';
+-- a key of another type of the index's operator family (int8 = int4)
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 7::bigint;
+SELECT id, note FROM tp.t WHERE id = 7::bigint;
+SELECT id, note FROM tp.t WHERE 1004::bigint = id;
+-- a key computed once: a sub-select (an InitPlan), a stable function
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = (SELECT 8);
+SELECT id, note FROM tp.t WHERE id = (SELECT 8);
+SELECT id, note FROM tp.t WHERE id = (SELECT max(id) FROM tp.t) - 1;
+SELECT id FROM tp.t WHERE id = length(current_user) - length(current_user) + 9;
+-- aggregates, expressions and ORDER BY above the scan
+SELECT count(*), max(note), min(id * 2) FROM tp.t WHERE id = 10;
+SELECT id + 1 AS next, upper(note) FROM tp.t WHERE id = 10 ORDER BY note;
+-- an index-only path becomes an index scan under the probe
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 11;
+SELECT id FROM tp.t WHERE id = 11;
+
+-- prepared statements: custom plans and the generic plan
+PREPARE one(int) AS SELECT id, note, tableoid::regclass FROM tp.t WHERE id = $1;
+EXECUTE one(12);
+EXECUTE one(1002);
+SET plan_cache_mode = force_generic_plan;
+PREPARE gen(bigint) AS SELECT id, note, tableoid::regclass FROM tp.t WHERE id = $1;
+EXECUTE gen(12);
+EXECUTE gen(1002);
+EXECUTE gen(NULL);
+SELECT tp.analyzed($$EXECUTE gen(13)$$);
+RESET plan_cache_mode;
+
+-- not pruned: both tiers planned as before
+-- (a volatile key, a range, a row lock, a join, a system column, ONLY)
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = (random() * 0)::int + 5;
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id IN (5, 1001);
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 5 FOR UPDATE;
+EXPLAIN (costs off) SELECT t.id FROM tp.t, (VALUES (5)) v(k) WHERE t.id = 5;
+EXPLAIN (costs off) SELECT xmin IS NOT NULL FROM tp.t WHERE id = 5;
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 5 AND current_user IS NOT NULL;
+SELECT id FROM ONLY tp.t WHERE id = 5;
+SET archive_cluster.tier_lookup = off;
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 5;
+RESET archive_cluster.tier_lookup;
+
+-- under SERIALIZABLE the archive is probed for every key (its predicate
+-- locks); the row comes once
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT tp.analyzed($$SELECT id FROM tp.t WHERE id = 1003$$);
+COMMIT;
+
+-- an open cursor holds the archive in use, as the Append's scan would
+BEGIN;
+DECLARE c CURSOR FOR SELECT id FROM tp.t WHERE id = 14;
+CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE q;
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END
+$$;
+SELECT pg_temp.try($$TRUNCATE tp.t_archive$$);
+FETCH NEXT FROM c;
+COMMIT;
+-- a scrollable cursor reads backwards as well
+BEGIN;
+DECLARE s SCROLL CURSOR FOR SELECT id FROM tp.t WHERE id = 15;
+FETCH NEXT FROM s;
+FETCH PRIOR FROM s;
+FETCH NEXT FROM s;
+COMMIT;
+
+-- another child of the table: its rows would be missed, so nothing is
+-- pruned while it is there (the plan cache notices it coming and going)
+PREPARE again AS SELECT count(*) FROM tp.t WHERE id = 2001;
+EXECUTE again;
+CREATE TABLE tp.other () INHERITS (tp.t);
+INSERT INTO tp.other (id, ts, cid) VALUES (2001, now(), 1);
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 2001;
+EXECUTE again;
+DROP TABLE tp.other;
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 2001;
+EXECUTE again;
+
+-- a table with row security: planned over both tiers
+ALTER TABLE tp.t ENABLE ROW LEVEL SECURITY;
+ALTER TABLE tp.t FORCE ROW LEVEL SECURITY;
+CREATE POLICY odd ON tp.t USING (id % 2 = 1);
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 7;
+SELECT id FROM tp.t WHERE id = 7;
+SELECT id FROM tp.t WHERE id = 8;
+DROP POLICY odd ON tp.t;
+ALTER TABLE tp.t NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE tp.t DISABLE ROW LEVEL SECURITY;
+
+-- a run moves rows between two look-ups of the same prepared statement
+PREPARE look(int) AS SELECT id, tableoid::regclass FROM tp.t WHERE id = $1;
+UPDATE tp.t SET ts = timestamp '2020-06-01' WHERE id = 1005;
+EXECUTE look(1005);
+SELECT rows_moved FROM archive_cluster_run('tp.t', force => true);
+EXECUTE look(1005);
+
+SELECT archive_cluster_unregister('tp.t') AS rows_back;
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 5;
+SELECT count(*) FROM tp.t;
+RESET ROLE;
+DROP SCHEMA tp CASCADE;
