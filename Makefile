@@ -37,7 +37,10 @@ OBJS = \
 	src/table/tier_indexes.o \
 	src/table/tier_lock_order.o \
 	src/table/tier_lookup.o \
-	src/table/tier_probe.o \
+	src/plan/planner.o \
+	src/plan/probe_scan.o \
+	src/plan/probe_table.o \
+	src/plan/probe_view.o \
 	src/table/tier_unique.o \
 	src/table/tier_unique_cache.o \
 	src/table/tier_validate.o \

@@ -31,7 +31,7 @@
 #include "table/tier_guard.h"
 #include "table/tier_lock_order.h"
 #include "table/tier_lookup.h"
-#include "table/tier_probe.h"
+#include "plan/probe.h"
 #include "worker/utility.h"
 
 PG_MODULE_MAGIC;
@@ -48,7 +48,7 @@ _PG_init(void)
 	ac_guard_install();
 	ac_lock_order_install();
 	ac_tier_lookup_install();
-	ac_tier_probe_install();
+	ac_probe_install();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		ac_pool_init_hooks();

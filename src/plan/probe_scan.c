@@ -1,40 +1,29 @@
 /*-------------------------------------------------------------------------
  *
- * tier_probe.c
- *		Table mode: a SELECT by one key of a unique index is planned as on
- *		the plain table, and probes the archive only when the table's own
- *		rows have none.
+ * probe_scan.c
+ *		The custom scan ArchiveClusterProbe: the rows of the first tier's
+ *		scan, or, when it finds none, the archive's rows with the same key.
  *
- *		A query on a table <t> registered in table mode is planned over both
- *		tiers: the planner expands the inheritance (it opens <t>_archive and
- *		its indexes, builds its paths, then the Append's), which costs a
- *		look-up by id about three times a plain table's planning
- *		(docs/design/prune-archive.md).  tier_lookup.c saves the second
- *		tier's execution, not its planning.
+ *		planner.c wraps every path of the first tier (<t> in table mode,
+ *		<t>_current in view mode) of a query that qualifies in this scan.
+ *		Its scan tuple is the first tier's row: the wrapped plan returns whole
+ *		rows, and this node applies the query's projection.  When that plan
+ *		returns no row, the key's values (constants, parameters, InitPlan
+ *		results) are evaluated and looked up in the archive's unique index
+ *		with the statement's snapshot; an archived row, converted to the
+ *		first tier's row type (its tableoid, ctid and transaction fields the
+ *		archived row's), is returned if the query's quals accept it.  So the
+ *		rows are exactly those the two tiers' scans would return, given the
+ *		premise the candidates checked: a snapshot that sees the key in the
+ *		first tier sees none in the archive.
  *
- *		So a planner hook turns the inheritance off (rte->inh) for a SELECT
- *		of <t> alone whose WHERE fixes every key column of a unique index
- *		that holds across the tiers (tier_unique.c) with an equality whose
- *		other side reads no column of <t>: a constant, a parameter, an
- *		uncorrelated sub-select (the bench's "(SELECT last_value FROM
- *		t_id_seq) - :off").  Every path of <t>'s own rows is then wrapped in
- *		a custom scan, ArchiveClusterProbe, that returns the row those paths
- *		find; when they find none, it evaluates the key, looks it up in the
- *		archive's counterpart index with the statement's snapshot, and
- *		returns the archived row (as <t>'s row type, tableoid the
- *		archive's) if the query's quals accept it: exactly the rows the
- *		Append would return, since a snapshot that sees the key in ONLY <t>
- *		sees no archived row with it (the premise of tier_lookup.c).
- *
- *		Under SERIALIZABLE the archive is always probed, so that the read
- *		takes its predicate lock there as the Append's scan would.  The
- *		archive is locked (ACCESS SHARE) when first probed; the plan depends
- *		on it (a change to its indexes plans again).  Should the counterpart
- *		index be gone by then (concurrent DDL between planning and
+ *		Under SERIALIZABLE the archive is probed for every key, so that the
+ *		read takes its predicate locks there as the scan of both tiers
+ *		would.  The archive and its index are locked and held open from the
+ *		start (ACCESS SHARE), as that scan would hold them; the plan depends
+ *		on the archive (a change to it, such as its indexes, plans again).
+ *		Should the index be gone by then (DDL between planning and
  *		execution), the probe reads the archive's heap with the quals.
- *		Nothing is pruned for a query with row locks, more than one relation,
- *		row security, a sample, system columns other than tableoid, or with
- *		archive_cluster.tier_lookup off, nor for a table with another child.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,9 +34,8 @@
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/tupconvert.h"
-#include "access/transam.h"
 #include "access/xact.h"
-#include "catalog/pg_inherits.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -56,64 +44,40 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
-#include "optimizer/paths.h"
-#include "optimizer/plancat.h"
-#include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
-#include "rewrite/rewriteManip.h"
+#include "parser/parsetree.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
-#include "base/guc.h"
-#include "table/guard_indexes.h"
-#include "table/tier_probe.h"
-#include "table/tier_unique.h"
-#include "table/tier_unique_cache.h"
+#include "plan/probe.h"
 
 #define AC_PROBE_NAME "ArchiveClusterProbe"
-
-/* What the planner hook decided for the query being planned. */
-typedef struct AcProbeTarget
-{
-	Query	   *parse;			/* the query whose <t> is no longer inherited */
-	Oid			archive;		/* <t>_archive */
-	Oid			index;			/* <t>'s unique index whose key the quals fix */
-	int			nkeys;
-	AttrNumber	attnos[INDEX_MAX_KEYS];
-	Oid			opfamilies[INDEX_MAX_KEYS];
-	Oid			opcintypes[INDEX_MAX_KEYS];
-} AcProbeTarget;
-
-static AcProbeTarget *ac_probe_target = NULL;
-static bool ac_probe_looking = false;	/* in ac_unique_entry_get() */
 
 /* Executor state. */
 typedef struct AcProbeState
 {
 	CustomScanState css;
-	PlanState  *first;			/* the scan of ONLY <t> */
+	PlanState  *first;			/* the scan of the first tier */
 	List	   *keys;			/* ExprStates of the key values */
 	Oid			archiveid;
-	Oid			indexid;		/* <t>'s index (plan) */
-	Relation	archive;		/* opened at the first probe */
-	Relation	aindex;			/* its counterpart index; NULL: heap scan */
+	Oid			indexid;		/* the archive's index (plan) */
+	Relation	archive;		/* NULL if dropped since planning */
+	Relation	aindex;			/* NULL: the probe reads the heap */
 	int			nkeys;
 	Oid			opnos[INDEX_MAX_KEYS];	/* "column = value", from the plan */
 	MemoryContext keycxt;		/* the key values of a probe */
 	IndexScanDesc iscan;
 	TableScanDesc hscan;
 	TupleTableSlot *aslot;		/* archive rows */
-	TupleTableSlot *cslot;		/* converted to <t>'s row type, if needed */
-	TupleConversionMap *map;
-	int			phase;			/* 0: <t>, 1: the archive, 2: done */
+	TupleTableSlot *cslot;		/* converted to the first tier's row type */
+	TupleConversionMap *map;	/* NULL if the row types are alike */
+	int			phase;			/* 0: the first tier, 1: the archive, 2: done */
 	bool		found;
 	int64		probes;
 } AcProbeState;
-
-static planner_hook_type prev_planner = NULL;
-static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
 
 static Plan *ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 						   List *tlist, List *clauses, List *custom_plans);
@@ -143,15 +107,15 @@ static const CustomExecMethods ac_probe_exec_methods = {
 	.ExplainCustomScan = ac_probe_explain,
 };
 
-/* ---- planning ---- */
+/* ---- what qualifies (for the candidates too) ---- */
 
-/* The attribute of relation 1 that expr is (under a binary coercion), or 0. */
+/* The attribute of relation varno that expr is (under a binary coercion), or 0. */
 static AttrNumber
-ac_probe_column(Node *expr)
+ac_probe_column(Node *expr, Index varno)
 {
 	while (IsA(expr, RelabelType))
 		expr = (Node *) ((RelabelType *) expr)->arg;
-	if (IsA(expr, Var) && ((Var *) expr)->varno == 1 &&
+	if (IsA(expr, Var) && ((Var *) expr)->varno == varno &&
 		((Var *) expr)->varlevelsup == 0 && ((Var *) expr)->varattno > 0)
 		return ((Var *) expr)->varattno;
 	return 0;
@@ -166,13 +130,15 @@ ac_probe_value(Node *expr)
 }
 
 /*
- * If clause is "column = value" (either way round) with an equality operator
- * of btree opfamily whose left type is opcintype (the index column's), the
- * column; else 0.  *value gets the other side, *opno the operator with the
- * column on its left.
+ * If clause is "column = value" (either way round), the column of relation
+ * varno, with an equality operator of btree opfamily whose left type is
+ * opcintype (the index column's), and a deterministic collation: the column;
+ * else 0.  *value gets the other side, *opno the operator with the column on
+ * its left.
  */
-static AttrNumber
-ac_probe_equality(Node *clause, Oid opfamily, Oid opcintype, Node **value, Oid *opno)
+AttrNumber
+ac_probe_equality(Node *clause, Index varno, Oid opfamily, Oid opcintype, Node **value,
+				  Oid *opno)
 {
 	OpExpr	   *op = (OpExpr *) clause;
 	AttrNumber	att;
@@ -186,12 +152,12 @@ ac_probe_equality(Node *clause, Oid opfamily, Oid opcintype, Node **value, Oid *
 		return 0;
 	if (OidIsValid(op->inputcollid) && !get_collation_isdeterministic(op->inputcollid))
 		return 0;
-	if ((att = ac_probe_column(linitial(op->args))) != 0)
+	if ((att = ac_probe_column(linitial(op->args), varno)) != 0)
 	{
 		other = lsecond(op->args);
 		oper = op->opno;
 	}
-	else if ((att = ac_probe_column(lsecond(op->args))) != 0)
+	else if ((att = ac_probe_column(lsecond(op->args), varno)) != 0)
 	{
 		other = linitial(op->args);
 		oper = get_commutator(op->opno);
@@ -210,7 +176,23 @@ ac_probe_equality(Node *clause, Oid opfamily, Oid opcintype, Node **value, Oid *
 	return att;
 }
 
-/* Does the tree read a system column other than tableoid? */
+/*
+ * Is every top-level conjunct of quals about the row (no gating qual, which
+ * the planner would put above the wrapped scan)?
+ */
+bool
+ac_probe_quals_ok(Node *quals, Index varno)
+{
+	ListCell   *lc;
+
+	if (quals == NULL)
+		return false;
+	foreach(lc, make_ands_implicit((Expr *) quals))
+		if (!contain_vars_of_level(lfirst(lc), 0))
+			return false;
+	return true;
+}
+
 static bool
 ac_probe_sysattr_walker(Node *node, void *context)
 {
@@ -224,152 +206,16 @@ ac_probe_sysattr_walker(Node *node, void *context)
 	return expression_tree_walker(node, ac_probe_sysattr_walker, context);
 }
 
-/*
- * Is parse a SELECT that may read <t> without its archive?  Fills target
- * with the archive and the unique index whose key its quals fix.
- */
-static bool
-ac_probe_candidate(Query *parse, AcProbeTarget *target)
+/* Does the query read a system column other than tableoid? */
+bool
+ac_probe_reads_sysattr(Query *parse)
 {
-	RangeTblEntry *rte;
-	Relation	rel;
-	AcUniqueEntry *e;
-	List	   *conjuncts;
-	bool		ok = false;
-	int			p;
-
-	if (parse->commandType != CMD_SELECT || parse->utilityStmt != NULL ||
-		parse->rowMarks != NIL || parse->cteList != NIL || parse->setOperations != NULL ||
-		parse->hasModifyingCTE || list_length(parse->rtable) != 1 ||
-		parse->jointree == NULL || list_length(parse->jointree->fromlist) != 1 ||
-		!IsA(linitial(parse->jointree->fromlist), RangeTblRef) ||
-		((RangeTblRef *) linitial(parse->jointree->fromlist))->rtindex != 1 ||
-		parse->jointree->quals == NULL)
-		return false;
-	rte = linitial_node(RangeTblEntry, parse->rtable);
-	if (rte->rtekind != RTE_RELATION || !rte->inh || rte->relkind != RELKIND_RELATION ||
-		rte->tablesample != NULL || rte->securityQuals != NIL)
-		return false;
-
-	/* (the registry's own queries, planned while looking, are of catalogs) */
-	if (rte->relid < FirstNormalObjectId || ac_probe_looking)
-		return false;
-	/* locked by the parser or the plan cache */
-	rel = table_open(rte->relid, NoLock);
-	if (!rel->rd_rel->relhassubclass)
-	{
-		table_close(rel, NoLock);
-		return false;
-	}
-	ac_probe_looking = true;
-	PG_TRY();
-	{
-		e = ac_unique_entry_get(rel);
-	}
-	PG_FINALLY();
-	{
-		ac_probe_looking = false;
-	}
-	PG_END_TRY();
-	if (e->parent != rte->relid || OidIsValid(e->missing) || !OidIsValid(e->other))
-		goto out;
-
-	/* a top-level AND; no conjunct without the row's columns (a gating qual) */
-	conjuncts = make_ands_implicit((Expr *) parse->jointree->quals);
-	{
-		ListCell   *lc;
-
-		foreach(lc, conjuncts)
-			if (!contain_vars_of_level(lfirst(lc), 0))
-				goto out;
-	}
-	for (p = 0; p < e->npairs && !ok; p++)
-	{
-		AcUniquePair *pair = &e->pairs[p];
-		int			i;
-
-		if (!pair->valid || !pair->simple || pair->nulls_equal)
-			continue;
-		ok = true;
-		for (i = 0; i < pair->nkeys && ok; i++)
-		{
-			ListCell   *lc;
-
-			ok = false;
-			foreach(lc, conjuncts)
-				if (ac_probe_equality(lfirst(lc), pair->opfamilies[i], pair->opcintypes[i],
-									  NULL, NULL) == pair->attnos[i])
-				{
-					ok = true;
-					break;
-				}
-		}
-		if (ok)
-		{
-			target->archive = e->other;
-			target->index = pair->own;
-			target->nkeys = pair->nkeys;
-			memcpy(target->attnos, pair->attnos, sizeof(AttrNumber) * pair->nkeys);
-			memcpy(target->opfamilies, pair->opfamilies, sizeof(Oid) * pair->nkeys);
-			memcpy(target->opcintypes, pair->opcintypes, sizeof(Oid) * pair->nkeys);
-		}
-	}
-	if (!ok)
-		goto out;
-
-	/* the archive must be <t>'s only child, with guards on both tiers */
-	if (!e->probe_tiers)
-	{
-		List	   *children = find_inheritance_children(rte->relid, NoLock);
-		bool		tiers = false;
-
-		if (list_length(children) == 1 && linitial_oid(children) == target->archive &&
-			ac_guard_present(rel))
-		{
-			Relation	archive = table_open(target->archive, AccessShareLock);
-
-			tiers = ac_guard_present(archive);
-			table_close(archive, AccessShareLock);
-		}
-		e->probe_tiers = tiers;
-	}
-	ok = e->probe_tiers;
-	if (ok)
-		ok = !ac_probe_sysattr_walker((Node *) parse, NULL);
-out:
-	table_close(rel, NoLock);
-	return ok;
+	return query_tree_walker(parse, ac_probe_sysattr_walker, NULL, 0);
 }
 
-/* planner_hook: a candidate SELECT is planned without the archive. */
-static PlannedStmt *
-ac_probe_planner(AC_PLANNER_PARAMS)
-{
-	AcProbeTarget target;
-	AcProbeTarget *save = ac_probe_target;
-	PlannedStmt *result;
+/* ---- planning ---- */
 
-	ac_probe_target = NULL;
-	if (archive_cluster_tier_lookup && ac_probe_candidate(parse, &target))
-	{
-		target.parse = parse;
-		linitial_node(RangeTblEntry, parse->rtable)->inh = false;
-		ac_probe_target = &target;
-	}
-	PG_TRY();
-	{
-		result = prev_planner ? prev_planner(AC_PLANNER_ARGS) :
-			standard_planner(AC_PLANNER_ARGS);
-	}
-	PG_FINALLY();
-	{
-		ac_probe_target = save;
-	}
-	PG_END_TRY();
-	return result;
-}
-
-/* The custom path over path, a path of <t>'s own rows. */
+/* The custom path over path, a path of the first tier. */
 static Path *
 ac_probe_path(Path *path, List *private)
 {
@@ -390,25 +236,24 @@ ac_probe_path(Path *path, List *private)
 }
 
 /*
- * set_rel_pathlist_hook: <t>, no longer inherited, gets the custom path over
- * each of its paths that returns whole rows (an index-only scan becoming an
- * index scan), and no other path.
+ * The first tier's relation gets the custom path over each of its paths that
+ * returns whole rows (an index-only scan becoming an index scan), and no
+ * other path.  The target travels in the paths' custom_private: archive,
+ * archive_index, nkeys, then per key column its attno, opfamily, opcintype.
  */
-static void
-ac_probe_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+void
+ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t)
 {
-	AcProbeTarget *t = ac_probe_target;
 	List	   *paths = NIL;
 	List	   *private;
 	ListCell   *lc;
+	int			i;
 
-	if (prev_set_rel_pathlist)
-		prev_set_rel_pathlist(root, rel, rti, rte);
-	if (t == NULL || root->parse != t->parse || rti != 1 || rte->inh ||
-		rel->reloptkind != RELOPT_BASEREL || IS_DUMMY_REL(rel))
-		return;
-
-	private = list_make2_oid(t->archive, t->index);
+	private = list_make3_oid(t->archive, t->archive_index, (Oid) t->nkeys);
+	for (i = 0; i < t->nkeys; i++)
+		private = lappend_oid(lappend_oid(lappend_oid(private, (Oid) t->attnos[i]),
+										  t->opfamilies[i]),
+							  t->opcintypes[i]);
 	foreach(lc, rel->pathlist)
 	{
 		Path	   *path = (Path *) lfirst(lc);
@@ -440,18 +285,22 @@ ac_probe_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 }
 
 /*
- * The key values, in index column order, from <t>'s restriction clauses, and
- * their operators appended to *opnos; NIL if a column is not found (the
- * probe then reads the archive's heap).
+ * The key values, in index column order, from the first tier's restriction
+ * clauses (relation varno), their operators appended to *opnos; NIL if a
+ * column is not found (the probe then reads the archive's heap).
  */
 static List *
-ac_probe_keys(List *clauses, AcUniquePair *pair, List **opnos)
+ac_probe_keys(List *clauses, Index varno, List *private, List **opnos)
 {
+	int			nkeys = (int) lthird_oid(private);
 	List	   *values = NIL;
 	int			i;
 
-	for (i = 0; i < pair->nkeys; i++)
+	for (i = 0; i < nkeys; i++)
 	{
+		AttrNumber	attno = (AttrNumber) list_nth_oid(private, 3 + 3 * i);
+		Oid			opfamily = list_nth_oid(private, 4 + 3 * i);
+		Oid			opcintype = list_nth_oid(private, 5 + 3 * i);
 		Node	   *value = NULL;
 		Oid			opno = InvalidOid;
 		ListCell   *lc;
@@ -460,8 +309,7 @@ ac_probe_keys(List *clauses, AcUniquePair *pair, List **opnos)
 		{
 			Node	   *clause = (Node *) lfirst_node(RestrictInfo, lc)->clause;
 
-			if (ac_probe_equality(clause, pair->opfamilies[i], pair->opcintypes[i],
-								  &value, &opno) == pair->attnos[i])
+			if (ac_probe_equality(clause, varno, opfamily, opcintype, &value, &opno) == attno)
 				break;
 			value = NULL;
 		}
@@ -505,9 +353,9 @@ ac_probe_whole_rows(Relation r, Index varno)
 }
 
 /*
- * PlanCustomPath: a scan of <t> (its scan tuple <t>'s row) whose first plan
- * returns <t>'s own rows whole; the quals are applied to archived rows only
- * (the first plan applies them to its own).
+ * PlanCustomPath: a scan of the first tier (its scan tuple that tier's row)
+ * whose wrapped plan returns the tier's rows whole; the quals are applied
+ * to archived rows only (the wrapped plan applies them to its own).
  */
 static Plan *
 ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -515,39 +363,26 @@ ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	Plan	   *first = linitial(custom_plans);
-	Oid			archive = linitial_oid(best_path->custom_private);
-	Oid			index = lsecond_oid(best_path->custom_private);
-	AcUniqueEntry *e;
-	List	   *keys = NIL;
+	List	   *private = best_path->custom_private;
+	Oid			archive = linitial_oid(private);
 	List	   *opnos = NIL;
-	int			i;
+	Relation	r;
 
-	/* the key values, for the pair as the hook found it */
-	{
-		Relation	r = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
-
-		first->targetlist = ac_probe_whole_rows(r, rel->relid);
-
-		e = ac_unique_entry_get(r);
-		for (i = 0; i < e->npairs; i++)
-			if (e->pairs[i].own == index && e->pairs[i].simple)
-			{
-				keys = ac_probe_keys(clauses, &e->pairs[i], &opnos);
-				break;
-			}
-		table_close(r, NoLock);
-	}
+	/* the planner holds the first tier's lock */
+	r = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
+	first->targetlist = ac_probe_whole_rows(r, rel->relid);
+	table_close(r, NoLock);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
-	cscan->custom_exprs = keys;
-	cscan->custom_private = list_concat(list_make2_oid(archive, index), opnos);
+	cscan->custom_exprs = ac_probe_keys(clauses, rel->relid, private, &opnos);
+	cscan->custom_private = list_concat(list_make2_oid(archive, lsecond_oid(private)), opnos);
 	cscan->methods = &ac_probe_scan_methods;
 
-	/* a change to the archive (its indexes) invalidates the plan */
+	/* a change to the archive (its indexes, say) invalidates the plan */
 	root->glob->relationOids = lappend_oid(root->glob->relationOids, archive);
 	return &cscan->scan.plan;
 }
@@ -575,8 +410,6 @@ ac_probe_open(AcProbeState *s)
 	EState	   *estate = s->css.ss.ps.state;
 	Relation	rel = s->css.ss.ss_currentRelation;
 	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-	AcUniqueEntry *e;
-	Oid			other = InvalidOid;
 	int			i;
 
 	s->archive = try_table_open(s->archiveid, AccessShareLock);
@@ -585,27 +418,27 @@ ac_probe_open(AcProbeState *s)
 		MemoryContextSwitchTo(old);
 		return;
 	}
-	e = ac_unique_entry_get(rel);
-	if (e->other == s->archiveid && s->nkeys > 0)
-		for (i = 0; i < e->npairs; i++)
-			if (e->pairs[i].own == s->indexid && e->pairs[i].valid &&
-				e->pairs[i].nkeys == s->nkeys)
-			{
-				other = e->pairs[i].other;
-				break;
-			}
-	if (OidIsValid(other))
+	/* the plan's index, if still the archive's (locked with it), and its operators */
+	if (s->nkeys > 0)
 	{
-		s->aindex = index_open(other, AccessShareLock);
-		/* the plan's operators must be those of the counterpart's columns */
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(s->indexid));
+
+		if (HeapTupleIsValid(tuple))
+		{
+			if (((Form_pg_index) GETSTRUCT(tuple))->indrelid == s->archiveid)
+				s->aindex = index_open(s->indexid, AccessShareLock);
+			ReleaseSysCache(tuple);
+		}
+	}
+	if (s->aindex)
 		for (i = 0; i < s->nkeys; i++)
-			if (!op_in_opfamily(s->opnos[i], s->aindex->rd_opfamily[i]))
+			if (IndexRelationGetNumberOfKeyAttributes(s->aindex) != s->nkeys ||
+				!op_in_opfamily(s->opnos[i], s->aindex->rd_opfamily[i]))
 			{
-				index_close(s->aindex, NoLock);
+				index_close(s->aindex, AccessShareLock);
 				s->aindex = NULL;
 				break;
 			}
-	}
 	s->aslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(s->archive),
 									  table_slot_callbacks(s->archive));
 	s->map = convert_tuples_by_name(RelationGetDescr(s->archive), RelationGetDescr(rel));
@@ -621,7 +454,7 @@ ac_probe_begin(CustomScanState *node, EState *estate, int eflags)
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
 	/*
-	 * The scan tuples are <t>'s own rows (the first plan's slots) and the
+	 * The scan tuples are the first tier's rows (the wrapped plan's slots) and the
 	 * archive's (its slots, or converted ones): the projection and the quals,
 	 * built for a virtual scan slot, are built again for slots of any kind.
 	 * The rows returned are these slots when no projection is needed.
@@ -668,7 +501,7 @@ ac_probe_start(AcProbeState *s)
 	s->probes++;
 	if (s->aindex == NULL)
 	{
-		s->hscan = table_beginscan(s->archive, estate->es_snapshot, 0, NULL);
+		s->hscan = ac_table_beginscan(s->archive, estate->es_snapshot, 0, NULL);
 		return true;
 	}
 	MemoryContextReset(s->keycxt);
@@ -848,13 +681,9 @@ ac_probe_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Archive Probes", NULL, s->probes, es);
 }
 
-/* Install the planner hooks and the custom scan (in every session). */
+/* Register the custom scan (in every session). */
 void
-ac_tier_probe_install(void)
+ac_probe_scan_register(void)
 {
 	RegisterCustomScanMethods(&ac_probe_scan_methods);
-	prev_planner = planner_hook;
-	planner_hook = ac_probe_planner;
-	prev_set_rel_pathlist = set_rel_pathlist_hook;
-	set_rel_pathlist_hook = ac_probe_rel_pathlist;
 }
