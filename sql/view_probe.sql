@@ -1,0 +1,114 @@
+-- View mode: a SELECT, UPDATE or DELETE through the view by its row
+-- identity is planned over <t>_current alone, and its custom scan
+-- ArchiveClusterProbe looks the key up in <t>_archive only when <t>_current
+-- has no row (plan/probe_view.c).
+CREATE SCHEMA vp;
+GRANT USAGE, CREATE ON SCHEMA vp TO ac_owner;
+SET ROLE ac_owner;
+CREATE TABLE vp.t (
+	id int PRIMARY KEY,
+	ts timestamp NOT NULL,
+	cid int NOT NULL,
+	note text
+);
+INSERT INTO vp.t (id, ts, cid, note)
+SELECT i, timestamp '2020-01-01' + i * interval '1 minute', i % 10, 'n' || i
+FROM generate_series(1, 100) i;
+SELECT archive_cluster_register('vp.t', '{cid,ts}', 'ts', '1 day');
+SELECT rows_moved FROM archive_cluster_run('vp.t', force => true);
+-- ids 1-100 archived, 1001-1005 current
+INSERT INTO vp.t (id, ts, cid, note)
+SELECT i, timestamp '2030-01-01' + i * interval '1 minute', i % 10, 'n' || i
+FROM generate_series(1001, 1005) i;
+ANALYZE vp.t_current, vp.t_archive;
+CREATE FUNCTION vp.analyzed(q text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (analyze, costs off, timing off, summary off, buffers off) ' || q LOOP
+		CONTINUE WHEN line ~ 'Index Searches:';
+		RETURN NEXT regexp_replace(line, 'rows=(\d+)\.00 ', 'rows=\1 ', 'g');
+	END LOOP;
+END
+$$;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+
+-- SELECT: a current row (no probe), an archived one (probed), neither, NULL
+SELECT vp.analyzed($$SELECT * FROM vp.t WHERE id = 1003$$);
+SELECT vp.analyzed($$SELECT * FROM vp.t WHERE id = 7$$);
+SELECT * FROM vp.t WHERE id = 7;
+SELECT t FROM vp.t WHERE 1003 = id;
+SELECT count(*) FROM vp.t WHERE id = 99999;
+SELECT count(*) FROM vp.t WHERE id = NULL::int;
+SELECT id FROM vp.t WHERE id = 7 AND note = 'other';
+SELECT id, note FROM vp.t WHERE id = 7::bigint;
+SELECT id, note FROM vp.t WHERE id = (SELECT max(id) FROM vp.t) - 1;
+
+-- UPDATE and DELETE: the trigger gets the row from either tier
+EXPLAIN (costs off) UPDATE vp.t SET note = 'x' WHERE id = 8;
+UPDATE vp.t SET note = 'u8' WHERE id = 8 RETURNING id, note;
+UPDATE vp.t SET note = 'u1002' WHERE id = 1002 RETURNING id, note;
+UPDATE vp.t SET note = 'none' WHERE id = 99999;
+SELECT id, note FROM vp.t_archive WHERE id = 8;
+SELECT id, note FROM vp.t_current WHERE id = 1002;
+EXPLAIN (costs off) DELETE FROM vp.t WHERE id = 9;
+DELETE FROM vp.t WHERE id = 9 RETURNING id;
+DELETE FROM vp.t WHERE id = 1001 RETURNING id;
+SELECT count(*) FROM vp.t WHERE id IN (9, 1001);
+-- a generic plan
+SET plan_cache_mode = force_generic_plan;
+PREPARE up(int, text) AS UPDATE vp.t SET note = $2 WHERE id = $1;
+EXECUTE up(10, 'g10');
+EXECUTE up(1003, 'g1003');
+SELECT vp.analyzed($$EXECUTE up(11, 'g11')$$);
+PREPARE sel(int) AS SELECT id, note FROM vp.t WHERE id = $1;
+EXECUTE sel(10);
+EXECUTE sel(1003);
+RESET plan_cache_mode;
+
+-- not pruned: both tiers as before
+EXPLAIN (costs off) SELECT id FROM vp.t WHERE id IN (5, 1003);
+EXPLAIN (costs off) SELECT id FROM vp.t WHERE cid = 5;
+EXPLAIN (costs off) SELECT id FROM vp.t WHERE id = (random() * 0)::int + 5;
+EXPLAIN (costs off) SELECT t.id FROM vp.t, (VALUES (5)) v(k) WHERE t.id = 5;
+EXPLAIN (costs off) UPDATE vp.t SET note = 'x' WHERE cid = 5;
+SET archive_cluster.tier_lookup = off;
+EXPLAIN (costs off) SELECT id FROM vp.t WHERE id = 5;
+RESET archive_cluster.tier_lookup;
+
+-- the same two tables in a query of one's own: pruned if paired as the view
+-- pairs them, not otherwise
+EXPLAIN (costs off) SELECT * FROM (SELECT id, note FROM vp.t_current UNION ALL SELECT id, note FROM vp.t_archive) u WHERE id = 12;
+SELECT * FROM (SELECT id, note FROM vp.t_current UNION ALL SELECT id, note FROM vp.t_archive) u WHERE id = 12;
+EXPLAIN (costs off) SELECT * FROM (SELECT id, cid FROM vp.t_current UNION ALL SELECT cid, id FROM vp.t_archive) u WHERE id = 2;
+SELECT * FROM (SELECT id, cid FROM vp.t_current UNION ALL SELECT cid, id FROM vp.t_archive) u WHERE id = 2 ORDER BY cid;
+
+-- under SERIALIZABLE the archive is probed for every key
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT vp.analyzed($$SELECT id FROM vp.t WHERE id = 1003$$);
+COMMIT;
+
+-- a column renamed in one tier only (a change in progress): both tiers
+ALTER TABLE vp.t_current RENAME COLUMN note TO note2;
+EXPLAIN (costs off) SELECT * FROM vp.t WHERE id = 13;
+SELECT * FROM vp.t WHERE id = 13;
+ALTER TABLE vp.t_current RENAME COLUMN note2 TO note;
+EXPLAIN (costs off) SELECT * FROM vp.t WHERE id = 13;
+
+-- a dropped column in <t>_current: SELECT pruned, UPDATE and DELETE not
+-- (their row marks read the row's ctid)
+ALTER TABLE vp.t_current ADD COLUMN extra int;
+ALTER TABLE vp.t_archive ADD COLUMN extra int;
+ALTER TABLE vp.t_current DROP COLUMN extra;
+ALTER TABLE vp.t_archive DROP COLUMN extra;
+EXPLAIN (costs off) SELECT * FROM vp.t WHERE id = 14;
+SELECT * FROM vp.t WHERE id = 14;
+EXPLAIN (costs off) UPDATE vp.t SET note = 'x' WHERE id = 14;
+UPDATE vp.t SET note = 'd14' WHERE id = 14 RETURNING id, note;
+
+SELECT archive_cluster_unregister('vp.t') AS rows_back;
+SELECT count(*) FROM vp.t;
+RESET ROLE;
+DROP SCHEMA vp CASCADE;
