@@ -22,11 +22,19 @@
 #       EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) EXECUTE is measured (the
 #       UPDATE inside BEGIN/ROLLBACK) and its "Execution Time" read instead
 #       (executor start, where run-time pruning happens, included);
-#   (b) OLTP: pgbench -c 10 -j 2 -T --seconds, bench/lib/insert, update and
-#       select_one.pgbench 1:1:1 (target 3; update and select one pick ids
-#       among the last 3600, the current tier), with -M simple and -M
-#       prepared (which goes first alternates by round); tps per round,
-#       medians, ratio to plain; a CHECKPOINT before and a VACUUM after each;
+#   (b) OLTP: pgbench -c 10 -j 2 -T --seconds, insert, update and select
+#       one 1:1:1 (target 3; update and select one pick ids among the last
+#       3600, the current tier) with two key forms: "initplan",
+#       bench/lib/insert, update and select_one.pgbench, whose id is
+#       (SELECT last_value FROM t_id_seq) - :off, an InitPlan; "literal",
+#       insert.pgbench with update_literal and select_one_literal.pgbench,
+#       which fetch that id first (\gset) and send it as a constant, as an
+#       application (Django) does; each with -M simple and -M prepared: four
+#       (protocol, keys) runs per database and round, in the order simple
+#       initplan, simple literal, prepared initplan, prepared literal in odd
+#       rounds, reversed in even ones (--keys initplan or literal: that form
+#       only); tps per round, medians, ratio to plain; a CHECKPOINT before
+#       and a VACUUM after each;
 #   (c) COPY FROM of --copy-rows new rows (new ids, ts now) into each
 #       (target 6), the same file for the three in a round, a new file each
 #       round; wall time and the backend's CPU, medians, ratio to plain.
@@ -43,7 +51,7 @@
 #
 #   sudo bench/oltp_protocols.sh [--rows 1100000] [--plans 300] [--seconds 15]
 #        [--rounds 3] [--copy-rows 200000] [--shared-buffers 128MB]
-#        [--compact-current] [--out DIR]
+#        [--keys initplan|literal|both] [--compact-current] [--out DIR]
 set -euo pipefail
 
 rows=1100000
@@ -53,6 +61,7 @@ rounds=3
 copy_rows=200000
 shared_buffers=128MB
 compact_current=0
+keys=both
 out=""
 args="$*"
 while [ $# -gt 0 ]; do
@@ -63,9 +72,10 @@ while [ $# -gt 0 ]; do
 		--rounds) rounds=$2; shift 2 ;;
 		--copy-rows) copy_rows=$2; shift 2 ;;
 		--shared-buffers) shared_buffers=$2; shift 2 ;;
+		--keys) keys=$2; shift 2 ;;
 		--compact-current) compact_current=1; shift ;;
 		--out) out=$2; shift 2 ;;
-		-h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,54p' "$0"; exit 0 ;;
 		*) echo "oltp_protocols.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -73,6 +83,10 @@ for v in rows plans seconds rounds copy_rows; do
 	case "${!v}" in ''|*[!0-9]*) echo "oltp_protocols.sh: --${v//_/-} takes a positive integer" >&2; exit 2 ;; esac
 	[ "${!v}" -gt 0 ] || { echo "oltp_protocols.sh: --${v//_/-} takes a positive integer" >&2; exit 2; }
 done
+case "$keys" in
+	initplan|literal|both) ;;
+	*) echo "oltp_protocols.sh: --keys takes initplan, literal or both" >&2; exit 2 ;;
+esac
 [ "$rows" -ge 10000 ] || { echo "oltp_protocols.sh: --rows must be at least 10000" >&2; exit 2; }
 # COPY's ids: 1,000,000,000 + round x copy_rows + i, beyond any id of the bench
 [ $((rounds * copy_rows)) -lt 1000000000 ] || { echo "oltp_protocols.sh: --rounds x --copy-rows too large" >&2; exit 2; }
@@ -104,7 +118,8 @@ trap 'exit 130' INT TERM
 throwaway_start protocols 5796 archive_cluster.enabled=off lc_messages=C "shared_buffers=$shared_buffers" \
 	max_wal_size=4GB checkpoint_timeout=15min maintenance_work_mem=256MB
 mkdir -p "$work/lib"
-cp "$here"/lib/insert.pgbench "$here"/lib/update.pgbench "$here"/lib/select_one.pgbench "$work/lib/"
+cp "$here"/lib/insert.pgbench "$here"/lib/update.pgbench "$here"/lib/select_one.pgbench \
+	"$here"/lib/update_literal.pgbench "$here"/lib/select_one_literal.pgbench "$work/lib/"
 chown -R postgres: "$work/lib"
 log "== oltp_protocols: $rows rows per database, out $out, server pid $(head -1 "$pgdata/postmaster.pid"), port $throwaway_port"
 
@@ -132,6 +147,7 @@ secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a
 	echo "copy_rows,$copy_rows"
 	echo "shared_buffers,$shared_buffers"
 	echo "compact_current,$compact_current"
+	echo "keys,$keys"
 	echo "cpu,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//;s/,/ /g')"
 	echo "cores,$(nproc)"
 	echo "postgres,$("$bindir/postgres" --version)"
@@ -275,28 +291,45 @@ n=$(awk -F, 'NR > 1' "$out/plan.csv" | wc -l)
 	|| { echo "oltp_protocols.sh: expected $((rounds * 3 * plans * 8)) timings in plan.csv, got $n" >&2; exit 1; }
 
 # --------------------------------------------------------------------------
-# (b) OLTP: insert, update, select one 1:1:1, both protocols
+# (b) OLTP: insert, update, select one 1:1:1, both protocols, both key forms
 # --------------------------------------------------------------------------
-oltp_scripts=(-f "$work/lib/insert.pgbench@1" -f "$work/lib/update.pgbench@1" -f "$work/lib/select_one.pgbench@1")
-echo "round,protocol,db,tps,latency_avg_ms,transactions,failed,retried" > "$out/oltp.csv"
-log "== (b) OLTP (insert, update, select one 1:1:1), pgbench -c 10 -j 2 -T $seconds, -M simple and -M prepared, $rounds rounds"
+case "$keys" in both) key_forms="initplan literal" ;; *) key_forms=$keys ;; esac
+combos=()
+for proto in simple prepared; do
+	for kf in $key_forms; do
+		combos+=("$proto:$kf")
+	done
+done
+echo "round,protocol,keys,db,tps,latency_avg_ms,transactions,failed,retried" > "$out/oltp.csv"
+log "== (b) OLTP (insert, update, select one 1:1:1), pgbench -c 10 -j 2 -T $seconds, -M simple and -M prepared, keys: $key_forms, $rounds rounds"
 for r in $(seq 1 "$rounds"); do
-	if [ $((r % 2)) -eq 1 ]; then protos="simple prepared"; else protos="prepared simple"; fi
-	for proto in $protos; do
+	# odd rounds in the order of combos, even rounds reversed
+	order=("${combos[@]}")
+	if [ $((r % 2)) -eq 0 ]; then
+		order=()
+		for ((i = ${#combos[@]} - 1; i >= 0; i--)); do order+=("${combos[$i]}"); done
+	fi
+	for combo in "${order[@]}"; do
+		proto=${combo%%:*}
+		kf=${combo#*:}
+		# the key form's update and select one (the insert is the same)
+		sfx=""
+		if [ "$kf" = literal ]; then sfx=_literal; fi
+		scripts=(-f "$work/lib/insert.pgbench@1" -f "$work/lib/update$sfx.pgbench@1" -f "$work/lib/select_one$sfx.pgbench@1")
 		for k in 0 1 2; do
 			db=$(db_at "$r" "$k")
-			f="$raw/pgbench_${proto}_$db.$r.out"
+			f="$raw/pgbench_${proto}_${kf}_$db.$r.out"
 			q "$db" -c "CHECKPOINT"
 			as_pg "$bindir/pgbench" -h "$work" -p "$throwaway_port" -n -M "$proto" --max-tries=10 -c 10 -j 2 \
-				-T "$seconds" "${oltp_scripts[@]}" "$db" > "$f" 2>&1 || { cat "$f"; exit 1; }
+				-T "$seconds" "${scripts[@]}" "$db" > "$f" 2>&1 || { cat "$f"; exit 1; }
 			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$f" | head -1)
 			lat=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$f" | head -1)
 			ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$f" | head -1)
 			fail=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$f" | head -1)
 			retr=$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$f" | head -1)
 			[ -n "$tps" ] || { cat "$f"; echo "oltp_protocols.sh: no tps in $f" >&2; exit 1; }
-			echo "$r,$proto,$db,$tps,$lat,$ntx,${fail:-0},${retr:-0}" >> "$out/oltp.csv"
-			log "   round $r: -M $proto: $db: $tps tps (failed ${fail:-0}, retried ${retr:-0})"
+			echo "$r,$proto,$kf,$db,$tps,$lat,$ntx,${fail:-0},${retr:-0}" >> "$out/oltp.csv"
+			log "   round $r: -M $proto, $kf keys: $db: $tps tps (failed ${fail:-0}, retried ${retr:-0})"
 			# the round's dead rows vacuumed now, not by autovacuum during the
 			# next database's run
 			q "$db" -c "VACUUM"
@@ -425,25 +458,37 @@ plan_table("generic", "execution_ms", "(a) Generic plans: execution time",
            f"this is \"Execution Time\", which includes executor start (where run-time pruning happens) and the "
            f"statement's execution (the index probes; the UPDATE's trigger in view mode). {n} samples each; ratios as above.")
 
-L.append("## (b) OLTP: insert, update, select one (1:1:1), both protocols")
+L.append("## (b) OLTP: insert, update, select one (1:1:1), both protocols, "
+         + {"initplan": "InitPlan keys", "literal": "constant keys"}.get(meta.get("keys", "both"), "both key forms"))
 L.append("")
-L.append(f"`pgbench -c 10 -j 2 -T {meta['seconds']}` with bench/lib/insert.pgbench, update.pgbench, select_one.pgbench "
-         f"(target 3; update and select one pick ids among the last 3,600, the current tier; their id is "
-         f"`(SELECT last_value FROM t_id_seq) - :off`, an InitPlan, not a constant), a CHECKPOINT before and a "
-         f"VACUUM after each run. tps per round; ratio: median over plain's median, and per round (same round).")
+L.append(f"`pgbench -c 10 -j 2 -T {meta['seconds']}`, insert, update and select one 1:1:1 (target 3; update and "
+         f"select one pick ids among the last 3,600, the current tier), with two key forms: InitPlan key, "
+         f"bench/lib/insert.pgbench, update.pgbench, select_one.pgbench, whose id is "
+         f"`(SELECT last_value FROM t_id_seq) - :off`, an InitPlan, not a constant; constant key, insert.pgbench, "
+         f"update_literal.pgbench, select_one_literal.pgbench, which first fetch that id "
+         f"(`SELECT last_value - :off AS id FROM t_id_seq \\gset`, as the application knows it) and then send it "
+         f"as a constant (`WHERE id = :id`), as Django does (two statements per update and select one: their tps "
+         f"is not comparable across key forms, only across databases). Each with `-M simple` and `-M prepared`, "
+         f"the order of the (protocol, keys) runs reversed every other round; a CHECKPOINT before and a VACUUM "
+         f"after each run. tps per round; ratio: median over plain's median, and per round (same round).")
 L.append("")
-L.append("| protocol | plain tps | view tps | view / plain (median; per round) | table tps | table / plain (median; per round) |")
+L.append("| protocol, keys | plain tps | view tps | view / plain (median; per round) | table tps | table / plain (median; per round) |")
 L.append("|---|---|---|---|---|---|")
 R = sorted({int(r["round"]) for r in oltp})
+KEYS = {"initplan": "InitPlan key", "literal": "constant key"}
 for proto in ("simple", "prepared"):
-    t = {d: {int(r["round"]): float(r["tps"]) for r in oltp if r["protocol"] == proto and r["db"] == d} for d in DBS}
-    m = {d: med(list(t[d].values())) for d in DBS}
-    def cell(d):
-        return " / ".join(f"{t[d][i]:,.0f}" for i in R) + f" (median {m[d]:,.0f})"
-    def ratio(d):
-        per = ", ".join(f"{t[d][i] / t['plain'][i]:.2f}" for i in R)
-        return f"**{m[d] / m['plain']:.2f}x**; {per}"
-    L.append(f"| `-M {proto}` | {cell('plain')} | {cell('view')} | {ratio('view')} | {cell('tab')} | {ratio('tab')} |")
+    for keys in ("initplan", "literal"):
+        sel = [r for r in oltp if r["protocol"] == proto and r["keys"] == keys]
+        if not sel:
+            continue
+        t = {d: {int(r["round"]): float(r["tps"]) for r in sel if r["db"] == d} for d in DBS}
+        m = {d: med(list(t[d].values())) for d in DBS}
+        def cell(d):
+            return " / ".join(f"{t[d][i]:,.0f}" for i in R) + f" (median {m[d]:,.0f})"
+        def ratio(d):
+            per = ", ".join(f"{t[d][i] / t['plain'][i]:.2f}" for i in R)
+            return f"**{m[d] / m['plain']:.2f}x**; {per}"
+        L.append(f"| `-M {proto}`, {KEYS[keys]} | {cell('plain')} | {cell('view')} | {ratio('view')} | {cell('tab')} | {ratio('tab')} |")
 fails = sum(int(r["failed"]) for r in oltp)
 retr = sum(int(r["retried"]) for r in oltp)
 L.append("")
