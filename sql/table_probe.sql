@@ -152,6 +152,79 @@ EXECUTE look(1005);
 SELECT rows_moved FROM archive_cluster_run('tp.t', force => true);
 EXECUTE look(1005);
 
+-- a sub-select reading the table or its archive: both tiers planned
+EXPLAIN (costs off) SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM ONLY tp.t o WHERE o.cid = t.cid);
+EXPLAIN (costs off) SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM tp.t_archive a WHERE a.cid = t.cid);
+SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM tp.t_archive a WHERE a.cid = t.cid);
+
+-- a gating qual derived from two keys ("5 = $1"), tableoid read: a generic plan
+SET plan_cache_mode = force_generic_plan;
+PREPARE two(int) AS SELECT tableoid::regclass, id, note FROM tp.t WHERE id = 19 AND id = $1;
+EXECUTE two(19);
+EXECUTE two(20);
+DEALLOCATE two;
+-- archive_cluster.tier_lookup turned off after planning: the archive is
+-- probed for every key
+PREPARE cur(int) AS SELECT id FROM tp.t WHERE id = $1;
+EXECUTE cur(1003);
+SET archive_cluster.tier_lookup = off;
+SELECT tp.analyzed($$EXECUTE cur(1003)$$);
+RESET archive_cluster.tier_lookup;
+RESET plan_cache_mode;
+
+-- constraint_exclusion = on and a CHECK of the table: both tiers planned
+ALTER TABLE tp.t ADD CONSTRAINT recent CHECK (ts >= '2025-01-01') NO INHERIT NOT VALID;
+SET constraint_exclusion = on;
+EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 21 AND ts = '2020-01-01 00:21';
+SELECT id FROM tp.t WHERE id = 21 AND ts = '2020-01-01 00:21';
+RESET constraint_exclusion;
+ALTER TABLE tp.t DROP CONSTRAINT recent;
+
+-- UPDATE and DELETE by a constant key beyond every archived key: planned
+-- over ONLY <t>, the key checked again at executor start.  Not so: a key the
+-- archive may hold, another type, a parameter of a generic plan,
+-- SERIALIZABLE, and a table with a dropped column (tp.t: its rows would come
+-- rebuilt, without the ctid the UPDATE needs)
+CREATE TABLE tp.d (id int PRIMARY KEY, ts timestamp NOT NULL, cid int NOT NULL, note text);
+INSERT INTO tp.d SELECT i, timestamp '2020-01-01' + i * interval '1 minute', i % 10, 'n' || i
+FROM generate_series(1, 100) i;
+SELECT archive_cluster_register('tp.d', '{cid,ts}', 'ts', '1 day', mode => 'table');
+SELECT rows_moved FROM archive_cluster_run('tp.d', force => true);
+INSERT INTO tp.d SELECT i, timestamp '2030-01-01' + i * interval '1 minute', i % 10, 'n' || i
+FROM generate_series(1001, 1005) i;
+ANALYZE tp.d, tp.d_archive;
+EXPLAIN (costs off) UPDATE tp.d SET note = 'x' WHERE id = 1004;
+EXPLAIN (costs off) DELETE FROM tp.d WHERE id = 1004;
+EXPLAIN (costs off) UPDATE tp.d SET note = 'x' WHERE id = 50;
+EXPLAIN (costs off) UPDATE tp.d SET note = 'x' WHERE id = 1004::bigint;
+EXPLAIN (costs off) UPDATE tp.t SET note = 'x' WHERE id = 1004;
+UPDATE tp.d SET note = 'u1004' WHERE id = 1004 RETURNING tableoid::regclass, id, note;
+UPDATE tp.d SET note = 'u50' WHERE id = 50 RETURNING tableoid::regclass, id, note;
+UPDATE tp.d SET note = 'none' WHERE id = 99999;
+BEGIN;
+DELETE FROM tp.d WHERE id = 1004 RETURNING tableoid::regclass, id;
+ROLLBACK;
+SET plan_cache_mode = force_custom_plan;
+PREPARE upc(int) AS UPDATE tp.d SET note = note || '+' WHERE id = $1;
+EXPLAIN (costs off) EXECUTE upc(1004);
+SET plan_cache_mode = force_generic_plan;
+PREPARE upg(int) AS UPDATE tp.d SET note = note || '+' WHERE id = $1;
+EXPLAIN (costs off) EXECUTE upg(1004);
+RESET plan_cache_mode;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+EXPLAIN (costs off) UPDATE tp.d SET note = 'x' WHERE id = 1004;
+COMMIT;
+-- a statement prepared with its key, the row archived since: 40001 once
+-- (the session's plans are made again), then the archived row is updated
+PREPARE up1004 AS UPDATE tp.d SET note = note || '!' WHERE id = 1004 RETURNING tableoid::regclass, id, note;
+EXECUTE up1004;
+UPDATE tp.d SET ts = timestamp '2020-06-02' WHERE id = 1004;
+SELECT rows_moved FROM archive_cluster_run('tp.d', force => true);
+SELECT try($$EXECUTE up1004$$);
+EXECUTE up1004;
+DEALLOCATE up1004;
+SELECT archive_cluster_unregister('tp.d') AS rows_back;
+
 SELECT archive_cluster_unregister('tp.t') AS rows_back;
 EXPLAIN (costs off) SELECT id FROM tp.t WHERE id = 5;
 SELECT count(*) FROM tp.t;

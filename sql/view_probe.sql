@@ -108,7 +108,69 @@ SELECT * FROM vp.t WHERE id = 14;
 EXPLAIN (costs off) UPDATE vp.t SET note = 'x' WHERE id = 14;
 UPDATE vp.t SET note = 'd14' WHERE id = 14 RETURNING id, note;
 
+-- permissions stay those of the plan over both tables: a role without
+-- SELECT on the view is refused; with a security_invoker view, a role
+-- without SELECT on the archive is refused when the archive is probed
+RESET ROLE;
+GRANT USAGE ON SCHEMA vp TO ac_other;
+SET ROLE ac_other;
+SELECT try($$SELECT id FROM vp.t WHERE id = 7$$);
+SELECT try($$SELECT id FROM vp.t WHERE id = 1003$$);
+SELECT try($$UPDATE vp.t SET note = 'x' WHERE id = 7$$);
+RESET ROLE;
+SET ROLE ac_owner;
+GRANT SELECT ON vp.t, vp.t_current TO ac_other;
+ALTER VIEW vp.t SET (security_invoker = true);
+SET ROLE ac_other;
+SELECT try($$SELECT id FROM vp.t WHERE id = 1003$$);
+SELECT try($$SELECT id FROM vp.t WHERE id = 7$$);
+SELECT try($$SELECT id FROM (SELECT id, note FROM vp.t_current UNION ALL SELECT id, note FROM vp.t_archive) u WHERE id = 7$$);
+RESET ROLE;
+SET ROLE ac_owner;
+ALTER VIEW vp.t RESET (security_invoker);
+REVOKE SELECT ON vp.t, vp.t_current FROM ac_other;
+
+-- a sub-select reading a tier too: both tiers planned, nothing lost
+EXPLAIN (costs off) SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_current c WHERE c.cid = t.cid);
+SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_archive c WHERE c.cid = t.cid);
+EXPLAIN (costs off) SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_archive c WHERE c.cid = t.cid);
+
+-- constraint_exclusion = on and a CHECK of <t>_current that the archived row
+-- fails: both tiers planned (the current tier alone would be proven empty)
+ALTER TABLE vp.t_current ADD CONSTRAINT recent CHECK (ts >= '2025-01-01') NOT VALID;
+SET constraint_exclusion = on;
+EXPLAIN (costs off) SELECT id FROM vp.t WHERE id = 16 AND ts = '2020-01-01 00:16';
+SELECT id FROM vp.t WHERE id = 16 AND ts = '2020-01-01 00:16';
+RESET constraint_exclusion;
+ALTER TABLE vp.t_current DROP CONSTRAINT recent;
+
+-- an archive with a child of its own: both tiers planned
+CREATE TABLE vp.arc_child () INHERITS (vp.t_archive);
+EXPLAIN (costs off) SELECT id FROM vp.t WHERE id = 17;
+DROP TABLE vp.arc_child;
+-- (the archive counts as inherited until a VACUUM of it notices no child)
+VACUUM vp.t_archive;
+EXPLAIN (costs off) SELECT id FROM vp.t WHERE id = 17;
+
 SELECT archive_cluster_unregister('vp.t') AS rows_back;
 SELECT count(*) FROM vp.t;
 RESET ROLE;
 DROP SCHEMA vp CASCADE;
+
+-- a database without the extension, the library loaded: inheritance parents
+-- and UNION ALL views are planned as always (nothing to look up)
+CREATE DATABASE ac_probe_noext;
+\c ac_probe_noext
+CREATE TABLE p (id int PRIMARY KEY, v int);
+CREATE TABLE c () INHERITS (p);
+INSERT INTO p VALUES (1, 1);
+INSERT INTO c VALUES (1, 2);
+SELECT * FROM p WHERE id = 1 ORDER BY v;
+CREATE TABLE a (id int PRIMARY KEY, v int);
+CREATE TABLE b (id int PRIMARY KEY, v int);
+INSERT INTO a VALUES (1, 1);
+INSERT INTO b VALUES (1, 2);
+CREATE VIEW u AS SELECT id, v FROM a UNION ALL SELECT id, v FROM b;
+SELECT * FROM u WHERE id = 1 ORDER BY v;
+\c contrib_regression
+DROP DATABASE ac_probe_noext;

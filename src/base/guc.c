@@ -111,9 +111,9 @@ ac_check_debug_pause(char **newval, void **extra, GucSource source)
 
 		if (ok && strcmp(name, "locked") != 0 && strcmp(name, "deleted") != 0 &&
 			strcmp(name, "before_commit") != 0 && strcmp(name, "row_read") != 0 &&
-			strcmp(name, "upsert_checked") != 0)
+			strcmp(name, "upsert_checked") != 0 && strcmp(name, "pruned") != 0)
 		{
-			GUC_check_errdetail("Unknown phase \"%s\": use locked, deleted, before_commit, row_read or upsert_checked.",
+			GUC_check_errdetail("Unknown phase \"%s\": use locked, deleted, before_commit, row_read, upsert_checked or pruned.",
 								name);
 			ok = false;
 		}

@@ -31,6 +31,7 @@
 
 #include "compat.h"
 #include "base/guc.h"
+#include "base/util.h"
 #include "plan/probe.h"
 
 static planner_hook_type prev_planner = NULL;
@@ -48,15 +49,18 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 
 	ac_probe_target = NULL;
 	target.parse = NULL;
-	if (archive_cluster_tier_lookup &&
-		(ac_probe_table_target(parse, &target) || ac_probe_view_target(parse, &target)))
-	{
-		target.parse = parse;
-		target.seen = false;
-		ac_probe_target = &target;
-	}
 	PG_TRY();
 	{
+		if (archive_cluster_tier_lookup &&
+			(ac_probe_table_target(parse, boundParams, &target) ||
+			 ac_probe_view_target(parse, &target)))
+		{
+			target.parse = parse;
+			target.seen = false;
+			ac_probe_target = &target;
+		}
+		else
+			target.check_index = InvalidOid;
 		result = prev_planner ? prev_planner(AC_PLANNER_ARGS) :
 			standard_planner(AC_PLANNER_ARGS);
 	}
@@ -67,9 +71,13 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 	PG_END_TRY();
 
 	/* never a plan that reads the first tier alone without the probe */
-	if (target.parse == parse && !target.seen)
-		elog(ERROR, "archive_cluster: relation %u was planned without its archive and without its probe",
-			 target.first);
+	if (target.parse == parse)
+	{
+		ac_probe_check_plan(result, &target);
+		/* tests: a run may commit between this planning and the execution */
+		if (OidIsValid(target.check_index))
+			ac_pause_point("pruned", 6);
+	}
 	return result;
 }
 

@@ -12,6 +12,8 @@
 
 #include "postgres.h"
 #include "nodes/pathnodes.h"
+#include "nodes/params.h"
+#include "nodes/plannodes.h"
 
 /* What the planner hook decided for the query being planned. */
 typedef struct AcProbeTarget
@@ -24,6 +26,9 @@ typedef struct AcProbeTarget
 	AttrNumber	attnos[INDEX_MAX_KEYS]; /* the key's columns in first */
 	Oid			opfamilies[INDEX_MAX_KEYS]; /* and their btree opfamilies */
 	Oid			opcintypes[INDEX_MAX_KEYS];
+	Oid			check_index;	/* table mode's UPDATE/DELETE: <t>'s unique index
+								 * whose key is beyond the archive's (checked
+								 * again at executor start); else InvalidOid */
 	bool		seen;			/* the first tier's paths were wrapped */
 } AcProbeTarget;
 
@@ -32,11 +37,13 @@ extern AttrNumber ac_probe_equality(Node *clause, Index varno, Oid opfamily, Oid
 									Node **value, Oid *opno);
 extern bool ac_probe_quals_ok(Node *quals, Index varno);
 extern bool ac_probe_reads_sysattr(Query *parse);
+extern int	ac_probe_references(Query *parse, Oid relid);
+extern void ac_probe_check_plan(PlannedStmt *stmt, const AcProbeTarget *t);
 extern void ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t);
 extern void ac_probe_scan_register(void);
 
 /* probe_table.c, probe_view.c: may parse skip the archive? */
-extern bool ac_probe_table_target(Query *parse, AcProbeTarget *target);
+extern bool ac_probe_table_target(Query *parse, ParamListInfo params, AcProbeTarget *target);
 extern bool ac_probe_view_target(Query *parse, AcProbeTarget *target);
 
 /* planner.c */

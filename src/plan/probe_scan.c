@@ -30,6 +30,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/table.h"
@@ -47,12 +48,16 @@
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
 #include "utils/datum.h"
+#include "utils/plancache.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "base/guc.h"
 #include "plan/probe.h"
+#include "table/key_range.h"
+#include "table/tier_unique_cache.h"
 
 #define AC_PROBE_NAME "ArchiveClusterProbe"
 
@@ -64,6 +69,8 @@ typedef struct AcProbeState
 	List	   *keys;			/* ExprStates of the key values */
 	Oid			archiveid;
 	Oid			indexid;		/* the archive's index (plan) */
+	Oid			checkid;		/* UPDATE/DELETE: <t>'s index whose key was
+								 * beyond the archive's when planned */
 	Relation	archive;		/* NULL if dropped since planning */
 	Relation	aindex;			/* NULL: the probe reads the heap */
 	int			nkeys;
@@ -213,6 +220,44 @@ ac_probe_reads_sysattr(Query *parse)
 	return query_tree_walker(parse, ac_probe_sysattr_walker, NULL, 0);
 }
 
+typedef struct AcRefCount
+{
+	Oid			relid;
+	int			count;
+} AcRefCount;
+
+static bool
+ac_probe_refs_walker(Node *node, AcRefCount *c)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == c->relid)
+			c->count++;
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, ac_probe_refs_walker, c,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, ac_probe_refs_walker, c);
+}
+
+/*
+ * How many entries of the query's range tables, at every level (sub-selects
+ * and subqueries included), are relation relid?
+ */
+int
+ac_probe_references(Query *parse, Oid relid)
+{
+	AcRefCount	c = {relid, 0};
+
+	(void) query_tree_walker(parse, ac_probe_refs_walker, &c, QTW_EXAMINE_RTES_BEFORE);
+	return c.count;
+}
+
 /* ---- planning ---- */
 
 /* The custom path over path, a path of the first tier. */
@@ -239,7 +284,8 @@ ac_probe_path(Path *path, List *private)
  * The first tier's relation gets the custom path over each of its paths that
  * returns whole rows (an index-only scan becoming an index scan), and no
  * other path.  The target travels in the paths' custom_private: archive,
- * archive_index, nkeys, then per key column its attno, opfamily, opcintype.
+ * archive_index, check_index, nkeys, then per key column its attno, opfamily,
+ * opcintype.
  */
 void
 ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t)
@@ -249,7 +295,7 @@ ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t)
 	ListCell   *lc;
 	int			i;
 
-	private = list_make3_oid(t->archive, t->archive_index, (Oid) t->nkeys);
+	private = list_make4_oid(t->archive, t->archive_index, t->check_index, (Oid) t->nkeys);
 	for (i = 0; i < t->nkeys; i++)
 		private = lappend_oid(lappend_oid(lappend_oid(private, (Oid) t->attnos[i]),
 										  t->opfamilies[i]),
@@ -292,15 +338,15 @@ ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t)
 static List *
 ac_probe_keys(List *clauses, Index varno, List *private, List **opnos)
 {
-	int			nkeys = (int) lthird_oid(private);
+	int			nkeys = (int) lfourth_oid(private);
 	List	   *values = NIL;
 	int			i;
 
 	for (i = 0; i < nkeys; i++)
 	{
-		AttrNumber	attno = (AttrNumber) list_nth_oid(private, 3 + 3 * i);
-		Oid			opfamily = list_nth_oid(private, 4 + 3 * i);
-		Oid			opcintype = list_nth_oid(private, 5 + 3 * i);
+		AttrNumber	attno = (AttrNumber) list_nth_oid(private, 4 + 3 * i);
+		Oid			opfamily = list_nth_oid(private, 5 + 3 * i);
+		Oid			opcintype = list_nth_oid(private, 6 + 3 * i);
 		Node	   *value = NULL;
 		Oid			opno = InvalidOid;
 		ListCell   *lc;
@@ -368,9 +414,14 @@ ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *opnos = NIL;
 	Relation	r;
 
-	/* the planner holds the first tier's lock */
+	/*
+	 * The planner holds the first tier's lock.  Whole rows from the scan, and
+	 * from a gating Result over it (a qual without the row's columns, as
+	 * equivalence classes may derive from "id = 5 AND id = $1").
+	 */
 	r = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
-	first->targetlist = ac_probe_whole_rows(r, rel->relid);
+	for (; first != NULL; first = IsA(first, Result) ? first->lefttree : NULL)
+		first->targetlist = ac_probe_whole_rows(r, rel->relid);
 	table_close(r, NoLock);
 
 	cscan->scan.plan.targetlist = tlist;
@@ -379,7 +430,9 @@ ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = ac_probe_keys(clauses, rel->relid, private, &opnos);
-	cscan->custom_private = list_concat(list_make2_oid(archive, lsecond_oid(private)), opnos);
+	cscan->custom_private = list_concat(list_make3_oid(archive, lsecond_oid(private),
+													   lthird_oid(private)),
+										opnos);
 	cscan->methods = &ac_probe_scan_methods;
 
 	/* a change to the archive (its indexes, say) invalidates the plan */
@@ -418,33 +471,85 @@ ac_probe_open(AcProbeState *s)
 		MemoryContextSwitchTo(old);
 		return;
 	}
-	/* the plan's index, if still the archive's (locked with it), and its operators */
+	/*
+	 * The plan's index, if still a usable unique index of the archive (a
+	 * DROP or REINDEX CONCURRENTLY may be under way), with the plan's
+	 * operators in its opfamilies; else the probe reads the heap.
+	 */
 	if (s->nkeys > 0)
+		s->aindex = try_relation_open(s->indexid, AccessShareLock);
+	if (s->aindex)
 	{
-		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(s->indexid));
+		Form_pg_index ix = s->aindex->rd_index;
+		bool		usable;
 
-		if (HeapTupleIsValid(tuple))
+		usable = s->aindex->rd_rel->relkind == RELKIND_INDEX && ix != NULL &&
+			ix->indrelid == s->archiveid && ix->indisunique && ix->indisvalid &&
+			ix->indisready && ix->indislive &&
+			IndexRelationGetNumberOfKeyAttributes(s->aindex) == s->nkeys;
+		for (i = 0; usable && i < s->nkeys; i++)
+			usable = op_in_opfamily(s->opnos[i], s->aindex->rd_opfamily[i]);
+		if (!usable)
 		{
-			if (((Form_pg_index) GETSTRUCT(tuple))->indrelid == s->archiveid)
-				s->aindex = index_open(s->indexid, AccessShareLock);
-			ReleaseSysCache(tuple);
+			relation_close(s->aindex, AccessShareLock);
+			s->aindex = NULL;
 		}
 	}
-	if (s->aindex)
-		for (i = 0; i < s->nkeys; i++)
-			if (IndexRelationGetNumberOfKeyAttributes(s->aindex) != s->nkeys ||
-				!op_in_opfamily(s->opnos[i], s->aindex->rd_opfamily[i]))
-			{
-				index_close(s->aindex, AccessShareLock);
-				s->aindex = NULL;
-				break;
-			}
 	s->aslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(s->archive),
 									  table_slot_callbacks(s->archive));
 	s->map = convert_tuples_by_name(RelationGetDescr(s->archive), RelationGetDescr(rel));
 	if (s->map)
 		s->cslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Table mode's UPDATE or DELETE planned over ONLY <t> because its key was
+ * beyond every key of the archive (plan/probe_table.c): checked again now,
+ * after the statement's snapshot was taken.  Every writer of an archive key
+ * moves the range's counter after the key's index entry is in and before
+ * it commits (key_range.c), so if a row with the key is visible to the
+ * snapshot, the counter moved before this check, which then reads the
+ * archive's largest key again.  A run that archived the row since planning,
+ * SERIALIZABLE, or archive_cluster.tier_lookup turned off: the statement
+ * fails with 40001, as for other races with a run, and the cached plans of
+ * this session are planned again (a retry plans both tiers).
+ */
+static void
+ac_probe_check_beyond(AcProbeState *s)
+{
+	Relation	rel = s->css.ss.ss_currentRelation;
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	AcUniqueEntry *e = ac_unique_entry_get(rel);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	AcKeyRange *range = NULL;
+	ListCell   *lc;
+	bool		beyond;
+	int			i = 0;
+
+	for (int p = 0; p < e->npairs; p++)
+		if (e->pairs[p].own == s->checkid && e->pairs[p].valid &&
+			e->pairs[p].nkeys == list_length(s->keys))
+			range = e->pairs[p].range;
+	foreach(lc, s->keys)
+	{
+		values[i] = ExecEvalExprSwitchContext(lfirst(lc), econtext, &isnull[i]);
+		i++;
+	}
+	beyond = range != NULL && !IsolationIsSerializable() && archive_cluster_tier_lookup &&
+		ac_key_range_beyond(range, values, isnull);
+	ResetExprContext(econtext);
+	if (!beyond)
+	{
+		ResetPlanCache();
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent archiving"),
+				 errdetail("The row of table \"%s\" this statement was planned for may have been archived since.",
+						   RelationGetRelationName(rel)),
+				 errhint("Retry the statement.")));
+	}
 }
 
 static void
@@ -468,14 +573,27 @@ ac_probe_begin(CustomScanState *node, EState *estate, int eflags)
 
 	s->archiveid = linitial_oid(cscan->custom_private);
 	s->indexid = lsecond_oid(cscan->custom_private);
-	s->nkeys = list_length(cscan->custom_private) - 2;
+	s->checkid = lthird_oid(cscan->custom_private);
+	s->nkeys = list_length(cscan->custom_private) - 3;
 	for (int i = 0; i < s->nkeys; i++)
-		s->opnos[i] = list_nth_oid(cscan->custom_private, i + 2);
+		s->opnos[i] = list_nth_oid(cscan->custom_private, i + 3);
 	s->keycxt = AllocSetContextCreate(estate->es_query_cxt, "ArchiveClusterProbe keys",
 									  ALLOCSET_SMALL_SIZES);
 	s->first = ExecInitNode(linitial(cscan->custom_plans), estate, eflags);
 	node->custom_ps = list_make1(s->first);
 	s->keys = ExecInitExprList(cscan->custom_exprs, &node->ss.ps);
+
+	/*
+	 * An UPDATE or DELETE planned without the archive: is it still so?  (Not
+	 * in an EvalPlanQual recheck, which reads again the row of <t> that the
+	 * statement locked, as on a plain table.)
+	 */
+	if (OidIsValid(s->checkid))
+	{
+		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && estate->es_epq_active == NULL)
+			ac_probe_check_beyond(s);
+		return;
+	}
 
 	/*
 	 * The archive and its index are held open from the start, as the
@@ -545,18 +663,21 @@ ac_probe_convert(AcProbeState *s)
 	execute_attr_map_slot(s->map->attrMap, s->aslot, s->cslot);
 	ExecMaterializeSlot(s->cslot);
 	/* its system columns: the archived row's */
-	src = ExecFetchSlotHeapTuple(s->aslot, false, NULL);
 	dst = ((HeapTupleTableSlot *) s->cslot)->tuple;
-	dst->t_self = src->t_self;
+	dst->t_self = s->aslot->tts_tid;
 	dst->t_tableOid = s->archiveid;
-	dst->t_data->t_choice = src->t_data->t_choice;
-	dst->t_data->t_ctid = src->t_data->t_ctid;
-	dst->t_data->t_infomask = (dst->t_data->t_infomask & ~HEAP_XACT_MASK) |
-		(src->t_data->t_infomask & HEAP_XACT_MASK);
-	dst->t_data->t_infomask2 = (dst->t_data->t_infomask2 & ~HEAP2_XACT_MASK) |
-		(src->t_data->t_infomask2 & HEAP2_XACT_MASK);
+	if (TTS_IS_BUFFERTUPLE(s->aslot))
+	{
+		src = ((BufferHeapTupleTableSlot *) s->aslot)->base.tuple;
+		dst->t_data->t_choice = src->t_data->t_choice;
+		dst->t_data->t_ctid = src->t_data->t_ctid;
+		dst->t_data->t_infomask = (dst->t_data->t_infomask & ~HEAP_XACT_MASK) |
+			(src->t_data->t_infomask & HEAP_XACT_MASK);
+		dst->t_data->t_infomask2 = (dst->t_data->t_infomask2 & ~HEAP2_XACT_MASK) |
+			(src->t_data->t_infomask2 & HEAP2_XACT_MASK);
+	}
 	s->cslot->tts_tableOid = s->archiveid;
-	s->cslot->tts_tid = src->t_self;
+	s->cslot->tts_tid = s->aslot->tts_tid;
 	return s->cslot;
 }
 
@@ -628,8 +749,14 @@ ac_probe_exec(CustomScanState *node)
 			return ac_probe_project(s, row);
 		}
 		s->phase = 2;
-		/* under SERIALIZABLE the archive's scan takes its predicate locks */
-		if ((!s->found || IsolationIsSerializable()) && ac_probe_start(s))
+		/*
+		 * Under SERIALIZABLE the archive's scan takes its predicate locks;
+		 * with archive_cluster.tier_lookup turned off since planning, both
+		 * tiers are read.
+		 */
+		if (!OidIsValid(s->checkid) &&
+			(!s->found || IsolationIsSerializable() || !archive_cluster_tier_lookup) &&
+			ac_probe_start(s))
 			s->phase = 1;
 	}
 	if (s->phase == 1)
@@ -651,7 +778,7 @@ ac_probe_end(CustomScanState *node)
 	ac_probe_stop(s);
 	ExecEndNode(s->first);
 	if (s->aindex)
-		index_close(s->aindex, NoLock);
+		relation_close(s->aindex, NoLock);
 	if (s->archive)
 		table_close(s->archive, NoLock);
 }
@@ -677,8 +804,90 @@ ac_probe_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	char	   *name = get_rel_name(s->archiveid);
 
 	ExplainPropertyText("Archive", name ? name : "(dropped)", es);
+	if (OidIsValid(s->checkid))
+		ExplainPropertyText("Archive Keys", "below this key (checked at start)", es);
 	if (es->analyze)
 		ExplainPropertyInteger("Archive Probes", NULL, s->probes, es);
+}
+
+/*
+ * Walk plan: a scan of relation first (range table of stmt) is allowed only
+ * under the probe.
+ */
+static void
+ac_probe_walk(Plan *plan, PlannedStmt *stmt, Oid first, bool under)
+{
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_ForeignScan:
+		case T_CustomScan:
+			{
+				Index		scanrelid = ((Scan *) plan)->scanrelid;
+
+				if (IsA(plan, CustomScan) &&
+					((CustomScan *) plan)->methods == &ac_probe_scan_methods)
+					under = true;
+				else if (!under && scanrelid > 0 &&
+						 rt_fetch(scanrelid, stmt->rtable)->rtekind == RTE_RELATION &&
+						 rt_fetch(scanrelid, stmt->rtable)->relid == first)
+					elog(ERROR, "archive_cluster: relation %u is read without its archive", first);
+				if (IsA(plan, CustomScan))
+					children = ((CustomScan *) plan)->custom_plans;
+				break;
+			}
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			ac_probe_walk(((SubqueryScan *) plan)->subplan, stmt, first, under);
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+		ac_probe_walk(lfirst(lc), stmt, first, under);
+	ac_probe_walk(plan->lefttree, stmt, first, under);
+	ac_probe_walk(plan->righttree, stmt, first, under);
+}
+
+/*
+ * The plan of a query planned without the archive: its first tier was
+ * wrapped (or proven empty), and no scan of it escapes the probe (as a
+ * path another planner hook added would).  An error rather than rows lost.
+ */
+void
+ac_probe_check_plan(PlannedStmt *stmt, const AcProbeTarget *t)
+{
+	ListCell   *lc;
+
+	if (!t->seen)
+		elog(ERROR, "archive_cluster: relation %u was planned without its archive and without its probe",
+			 t->first);
+	ac_probe_walk(stmt->planTree, stmt, t->first, false);
+	foreach(lc, stmt->subplans)
+		ac_probe_walk(lfirst(lc), stmt, t->first, false);
 }
 
 /* Register the custom scan (in every session). */

@@ -36,7 +36,10 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/cost.h"
+#include "parser/parse_relation.h"
 #include "parser/parsetree.h"
+#include "rewrite/prs2lock.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -47,29 +50,31 @@
 #include "base/util.h"
 #include "plan/probe.h"
 #include "registry/config.h"
-#include "registry/tiers.h"
+#include "table/guard_indexes.h"
 
 /* A table that may be the current tier of a registered view. */
 typedef struct AcViewProbe
 {
 	Oid			current;		/* hash key */
 	bool		valid;
-	bool		registered;		/* the current tier of a view in view mode */
-	Oid			view;
+	bool		registered;		/* the current tier of a view in view mode,
+								 * its columns all in the archive (by name
+								 * and type), neither table inherited */
 	Oid			archive;
 	Oid			archive_index;	/* the identity's unique index on the archive */
 	bool		plain_layout;	/* current has no dropped or "missing" column */
+	bool		has_checks;		/* current has CHECK constraints */
 	int			nkeys;
 	AttrNumber	keycur[INDEX_MAX_KEYS]; /* the identity's columns in current */
 	Oid			opfamilies[INDEX_MAX_KEYS];
 	Oid			opcintypes[INDEX_MAX_KEYS];
 	int			curnatts;
-	AttrNumber *arcof;			/* per column of current: the archive's column
-								 * the view pairs it with (0: none), in
-								 * TopMemoryContext */
+	AttrNumber *arcof;			/* per column of current: the archive's
+								 * column of that name (TopMemoryContext) */
 } AcViewProbe;
 
 static HTAB *ac_view_probes = NULL;
+static uint64 ac_view_invals = 0;
 static bool ac_view_looking = false;	/* filling an entry */
 
 static void
@@ -78,16 +83,16 @@ ac_view_probe_inval(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	AcViewProbe *e;
 
+	ac_view_invals++;
 	hash_seq_init(&status, ac_view_probes);
 	while ((e = hash_seq_search(&status)) != NULL)
-		if (relid == InvalidOid || e->current == relid || e->view == relid ||
-			e->archive == relid)
+		if (relid == InvalidOid || e->current == relid || e->archive == relid)
 			e->valid = false;
 }
 
 /*
  * The unique key index of rel (ac_is_key_index) on exactly the columns atts
- * in that order, with their opfamilies and input types if wanted.
+ * in that order, with its opfamilies and input types if wanted.
  */
 static Oid
 ac_view_key_index(Relation rel, const AttrNumber *atts, int nkeys, Oid *opfamilies,
@@ -125,13 +130,13 @@ ac_view_key_index(Relation rel, const AttrNumber *atts, int nkeys, Oid *opfamili
 }
 
 /*
- * Does every column of cur have a column of arc with its name and type, the
- * one the view pairs it with if any?  (The probe converts archived rows by
- * name; a tier altered alone, as in the middle of a change to both, does
- * not qualify.)
+ * Fill arcof[] (per column of cur) with the column of arc of the same name,
+ * type, typmod and collation; false if a column of cur has none.  (The
+ * probe converts archived rows by name; tiers that differ, as in the middle
+ * of a change made to both, do not qualify.)
  */
 static bool
-ac_view_names_agree(AcViewProbe *e, Relation cur, Relation arc)
+ac_view_names_agree(Relation cur, Relation arc, AttrNumber *arcof)
 {
 	TupleDesc	cdesc = RelationGetDescr(cur);
 	TupleDesc	adesc = RelationGetDescr(arc);
@@ -141,19 +146,20 @@ ac_view_names_agree(AcViewProbe *e, Relation cur, Relation arc)
 	for (i = 0; i < cdesc->natts; i++)
 	{
 		Form_pg_attribute c = TupleDescAttr(cdesc, i);
-		bool		found = false;
 
+		arcof[i] = 0;
 		if (c->attisdropped)
 			continue;
-		for (j = 0; j < adesc->natts && !found; j++)
+		for (j = 0; j < adesc->natts && arcof[i] == 0; j++)
 		{
 			Form_pg_attribute a = TupleDescAttr(adesc, j);
 
-			found = !a->attisdropped && namestrcmp(&a->attname, NameStr(c->attname)) == 0 &&
+			if (!a->attisdropped && namestrcmp(&a->attname, NameStr(c->attname)) == 0 &&
 				a->atttypid == c->atttypid && a->atttypmod == c->atttypmod &&
-				(e->arcof[i] == 0 || e->arcof[i] == a->attnum);
+				a->attcollation == c->attcollation)
+				arcof[i] = a->attnum;
 		}
-		if (!found)
+		if (arcof[i] == 0)
 			return false;
 	}
 	return true;
@@ -168,17 +174,17 @@ ac_view_probe_fill(AcViewProbe *e, Relation cur)
 	int			save_sec_context;
 	Oid			view;
 	bool		found;
-	Relation	vrel;
 	Relation	arc;
 	TupleDesc	desc = RelationGetDescr(cur);
-	AttrNumber *curatt;
-	AttrNumber *arcatt;
-	AttrNumber	keys[INDEX_MAX_KEYS];
+	AttrNumber *arcof;
 	AttrNumber	arckeys[INDEX_MAX_KEYS];
 	Oid			eqops[INDEX_MAX_KEYS];
 	Oid			arcfamilies[INDEX_MAX_KEYS];
 	int			i;
 
+	/* no registry without the extension (its guard access method) */
+	if (!OidIsValid(ac_guard_am()) || cur->rd_rel->relhassubclass)
+		return;
 	/* the registry, read as the extension's owner */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -193,39 +199,33 @@ ac_view_probe_fill(AcViewProbe *e, Relation cur)
 	if (!found)
 		return;
 
-	e->view = view;
 	e->archive = cfg.archive;
 	e->plain_layout = true;
 	for (i = 0; i < desc->natts; i++)
 		if (TupleDescAttr(desc, i)->attisdropped || TupleDescAttr(desc, i)->atthasmissing)
 			e->plain_layout = false;
+	e->has_checks = desc->constr != NULL && desc->constr->num_check > 0;
 
-	vrel = relation_open(view, AccessShareLock);
 	arc = table_open(cfg.archive, AccessShareLock);
-	curatt = palloc(sizeof(AttrNumber) * RelationGetDescr(vrel)->natts);
-	arcatt = palloc(sizeof(AttrNumber) * RelationGetDescr(vrel)->natts);
-	ac_tier_columns(vrel, cfg.current, cfg.archive, curatt, arcatt);
-	e->curnatts = desc->natts;
-	e->arcof = MemoryContextAllocZero(TopMemoryContext, sizeof(AttrNumber) * (desc->natts + 1));
-	for (i = 0; i < RelationGetDescr(vrel)->natts; i++)
-		e->arcof[curatt[i] - 1] = arcatt[i];
-	e->nkeys = ac_identity_key(cur, keys, eqops);
-	for (i = 0; i < e->nkeys; i++)
+	arcof = palloc(sizeof(AttrNumber) * (desc->natts + 1));
+	e->nkeys = ac_identity_key(cur, e->keycur, eqops);
+	if (!arc->rd_rel->relhassubclass && e->nkeys > 0 && ac_view_names_agree(cur, arc, arcof) &&
+		OidIsValid(ac_view_key_index(cur, e->keycur, e->nkeys, e->opfamilies, e->opcintypes)))
 	{
-		if (e->arcof[keys[i] - 1] == 0)
-			break;
-		e->keycur[i] = keys[i];
-		arckeys[i] = e->arcof[keys[i] - 1];
-	}
-	if (e->nkeys > 0 && i == e->nkeys && ac_view_names_agree(e, cur, arc) &&
-		OidIsValid(ac_view_key_index(cur, keys, e->nkeys, e->opfamilies, e->opcintypes)))
-	{
+		for (i = 0; i < e->nkeys; i++)
+			arckeys[i] = arcof[e->keycur[i] - 1];
 		e->archive_index = ac_view_key_index(arc, arckeys, e->nkeys, arcfamilies, NULL);
 		e->registered = OidIsValid(e->archive_index) &&
 			memcmp(arcfamilies, e->opfamilies, sizeof(Oid) * e->nkeys) == 0;
 	}
 	table_close(arc, AccessShareLock);
-	relation_close(vrel, AccessShareLock);
+	if (e->registered)
+	{
+		e->curnatts = desc->natts;
+		e->arcof = MemoryContextAlloc(TopMemoryContext, sizeof(AttrNumber) * (desc->natts + 1));
+		memcpy(e->arcof, arcof, sizeof(AttrNumber) * (desc->natts + 1));
+	}
+	pfree(arcof);
 }
 
 /* The entry of table cur, filled if need be. */
@@ -249,17 +249,18 @@ ac_view_probe_get(Relation cur)
 	e = hash_search(ac_view_probes, &relid, HASH_ENTER, &found);
 	if (!found)
 	{
+		memset((char *) e + sizeof(Oid), 0, sizeof(AcViewProbe) - sizeof(Oid));
 		e->valid = false;
-		e->arcof = NULL;
 	}
 	if (!e->valid)
 	{
 		AcViewProbe filled;
+		uint64		invals = ac_view_invals;
 
 		if (e->arcof)
 			pfree(e->arcof);
 		e->arcof = NULL;
-
+		e->registered = false;
 		memset(&filled, 0, sizeof(filled));
 		filled.current = relid;
 		ac_view_looking = true;
@@ -272,9 +273,9 @@ ac_view_probe_get(Relation cur)
 			ac_view_looking = false;
 		}
 		PG_END_TRY();
-		/* an invalidation while filling is taken at the next look */
-		filled.valid = true;
 		*e = filled;
+		/* an invalidation while filling: used now, filled again next time */
+		e->valid = ac_view_invals == invals;
 	}
 	return e;
 }
@@ -378,6 +379,30 @@ ac_view_current_column(Query *first, AttrNumber col)
 	return ((Var *) list_nth_node(TargetEntry, first->targetList, col - 1)->expr)->varattno;
 }
 
+/* Keep the permission checks of union's *OLD* (before 16) and of second's table. */
+static void
+ac_probe_keep_checks(Query *parse, Query *union_query, Query *second)
+{
+	RangeTblEntry *arcrte = copyObject(linitial_node(RangeTblEntry, second->rtable));
+
+#if PG_VERSION_NUM < 160000
+	RangeTblEntry *old = rt_fetch(PRS2_OLD_VARNO, union_query->rtable);
+
+	if (old->rtekind == RTE_RELATION && old->requiredPerms != 0)
+		parse->rtable = lappend(parse->rtable, copyObject(old));
+#else
+	if (arcrte->perminfoindex != 0)
+	{
+		RTEPermissionInfo *pi = getRTEPermissionInfo(second->rteperminfos, arcrte);
+
+		parse->rteperminfos = lappend(parse->rteperminfos, copyObject(pi));
+		arcrte->perminfoindex = list_length(parse->rteperminfos);
+	}
+#endif
+	arcrte->inh = false;
+	parse->rtable = lappend(parse->rtable, arcrte);
+}
+
 bool
 ac_probe_view_target(Query *parse, AcProbeTarget *target)
 {
@@ -432,6 +457,7 @@ ac_probe_view_target(Query *parse, AcProbeTarget *target)
 	table_close(rel, NoLock);
 	if (!e->registered || e->archive != arc ||
 		(parse->commandType != CMD_SELECT && !e->plain_layout) ||
+		(e->has_checks && constraint_exclusion == CONSTRAINT_EXCLUSION_ON) ||
 		!ac_view_pairs_ok(e, first, second))
 		return false;
 
@@ -457,11 +483,22 @@ ac_probe_view_target(Query *parse, AcProbeTarget *target)
 	if (!ok)
 		return false;
 
-	/* the view's subquery is its first branch from now on */
+	/* the two tables are read nowhere else in the statement */
+	if (ac_probe_references(parse, cur) != 1 || ac_probe_references(parse, arc) != 1)
+		return false;
+
+	/*
+	 * The view's subquery is its first branch from now on.  The permission
+	 * checks of what goes stay, on entries of the range table that no join
+	 * reads: the archive's (the probe reads it), and before 16 the view's
+	 * own, which the rewriter moved to *OLD* of the view's query.
+	 */
+	ac_probe_keep_checks(parse, rte->subquery, second);
 	rte->subquery = first;
 	target->first = cur;
 	target->archive = arc;
 	target->archive_index = e->archive_index;
+	target->check_index = InvalidOid;
 	target->nkeys = e->nkeys;
 	memcpy(target->attnos, e->keycur, sizeof(AttrNumber) * e->nkeys);
 	memcpy(target->opfamilies, e->opfamilies, sizeof(Oid) * e->nkeys);

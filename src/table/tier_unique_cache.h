@@ -51,6 +51,7 @@ typedef struct AcUniqueEntry
 								 * archive and both tiers have guards (only a
 								 * yes is kept: a child's DROP does not
 								 * invalidate <t>) */
+	Oid			probe_arc_guard;	/* then: the archive's first guard index */
 	MemoryContext cxt;			/* pairs, desc and ranges; NULL if none */
 	uint64		fill;			/* which fill of the cache this is */
 	Oid			locked;			/* the other tier, locked in this */
