@@ -52,8 +52,7 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 	PG_TRY();
 	{
 		if (archive_cluster_tier_lookup &&
-			(ac_probe_table_target(parse, boundParams, &target) ||
-			 ac_probe_view_target(parse, &target)))
+			(ac_probe_table_target(parse, &target) || ac_probe_view_target(parse, &target)))
 		{
 			target.parse = parse;
 			target.seen = false;

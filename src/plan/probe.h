@@ -29,6 +29,7 @@ typedef struct AcProbeTarget
 	Oid			check_index;	/* table mode's UPDATE/DELETE: <t>'s unique index
 								 * whose key is beyond the archive's (checked
 								 * again at executor start); else InvalidOid */
+	List	   *check_values;	/* then: the key's Consts, in index order */
 	bool		seen;			/* the first tier's paths were wrapped */
 } AcProbeTarget;
 
@@ -43,7 +44,7 @@ extern void ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProb
 extern void ac_probe_scan_register(void);
 
 /* probe_table.c, probe_view.c: may parse skip the archive? */
-extern bool ac_probe_table_target(Query *parse, ParamListInfo params, AcProbeTarget *target);
+extern bool ac_probe_table_target(Query *parse, AcProbeTarget *target);
 extern bool ac_probe_view_target(Query *parse, AcProbeTarget *target);
 
 /* planner.c */

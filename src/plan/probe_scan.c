@@ -49,6 +49,7 @@
 #include "parser/parsetree.h"
 #include "utils/datum.h"
 #include "utils/plancache.h"
+#include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -94,6 +95,10 @@ static TupleTableSlot *ac_probe_exec(CustomScanState *node);
 static void ac_probe_end(CustomScanState *node);
 static void ac_probe_rescan(CustomScanState *node);
 static void ac_probe_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+static void ac_probe_open(AcProbeState *s);
+static bool ac_probe_start(AcProbeState *s);
+static TupleTableSlot *ac_probe_next(AcProbeState *s);
+static void ac_probe_stop(AcProbeState *s);
 
 static const CustomPathMethods ac_probe_path_methods = {
 	.CustomName = AC_PROBE_NAME,
@@ -283,9 +288,9 @@ ac_probe_path(Path *path, List *private)
 /*
  * The first tier's relation gets the custom path over each of its paths that
  * returns whole rows (an index-only scan becoming an index scan), and no
- * other path.  The target travels in the paths' custom_private: archive,
- * archive_index, check_index, nkeys, then per key column its attno, opfamily,
- * opcintype.
+ * other path.  The target travels in the paths' custom_private: a list of
+ * archive, archive_index, check_index, nkeys, then per key column its attno,
+ * opfamily, opcintype; and the check's key values (UPDATE, DELETE).
  */
 void
 ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t)
@@ -300,6 +305,7 @@ ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t)
 		private = lappend_oid(lappend_oid(lappend_oid(private, (Oid) t->attnos[i]),
 										  t->opfamilies[i]),
 							  t->opcintypes[i]);
+	private = list_make2(private, copyObject(t->check_values));
 	foreach(lc, rel->pathlist)
 	{
 		Path	   *path = (Path *) lfirst(lc);
@@ -409,19 +415,26 @@ ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	Plan	   *first = linitial(custom_plans);
-	List	   *private = best_path->custom_private;
+	List	   *private = linitial(best_path->custom_private);
+	List	   *check_values = lsecond(best_path->custom_private);
 	Oid			archive = linitial_oid(private);
+	Oid			check_index = lthird_oid(private);
 	List	   *opnos = NIL;
 	Relation	r;
 
 	/*
-	 * The planner holds the first tier's lock.  Whole rows from the scan, and
-	 * from a gating Result over it (a qual without the row's columns, as
-	 * equivalence classes may derive from "id = 5 AND id = $1").
+	 * A gating Result over the scan (a qual without the row's columns, as
+	 * equivalence classes derive from "id = 5 AND id = $1") goes: the same
+	 * gate is above this node, and the scan's own slots keep the row's ctid.
 	 */
+	while (IsA(first, Result) && first->lefttree != NULL &&
+		   ((Result *) first)->resconstantqual != NULL)
+		first = first->lefttree;
+	custom_plans = list_make1(first);
+
+	/* whole rows from the scan (the planner holds the first tier's lock) */
 	r = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
-	for (; first != NULL; first = IsA(first, Result) ? first->lefttree : NULL)
-		first->targetlist = ac_probe_whole_rows(r, rel->relid);
+	first->targetlist = ac_probe_whole_rows(r, rel->relid);
 	table_close(r, NoLock);
 
 	cscan->scan.plan.targetlist = tlist;
@@ -429,9 +442,24 @@ ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = custom_plans;
-	cscan->custom_exprs = ac_probe_keys(clauses, rel->relid, private, &opnos);
-	cscan->custom_private = list_concat(list_make3_oid(archive, lsecond_oid(private),
-													   lthird_oid(private)),
+	if (OidIsValid(check_index))
+	{
+		/* the key the planner found beyond the archive's, compared by "=" */
+		int			nkeys = (int) lfourth_oid(private);
+
+		for (int i = 0; i < nkeys; i++)
+		{
+			Oid			opcintype = list_nth_oid(private, 6 + 3 * i);
+
+			opnos = lappend_oid(opnos, get_opfamily_member(list_nth_oid(private, 5 + 3 * i),
+														   opcintype, opcintype,
+														   BTEqualStrategyNumber));
+		}
+		cscan->custom_exprs = check_values;
+	}
+	else
+		cscan->custom_exprs = ac_probe_keys(clauses, rel->relid, private, &opnos);
+	cscan->custom_private = list_concat(list_make3_oid(archive, lsecond_oid(private), check_index),
 										opnos);
 	cscan->methods = &ac_probe_scan_methods;
 
@@ -510,17 +538,21 @@ ac_probe_open(AcProbeState *s)
  * moves the range's counter after the key's index entry is in and before
  * it commits (key_range.c), so if a row with the key is visible to the
  * snapshot, the counter moved before this check, which then reads the
- * archive's largest key again.  A run that archived the row since planning,
- * SERIALIZABLE, or archive_cluster.tier_lookup turned off: the statement
- * fails with 40001, as for other races with a run, and the cached plans of
- * this session are planned again (a retry plans both tiers).
+ * archive's largest key again.  When the range cannot tell (a batch being
+ * written, a bound moved past the key, SERIALIZABLE, the guard changed,
+ * archive_cluster.tier_lookup off), the key is looked up in the archive
+ * with the statement's snapshot, as the plan over both tiers would (its
+ * predicate lock too): an archived row the quals accept (a run archived it
+ * since planning) fails the statement with 40001, as for other races with a
+ * run, and the session's cached plans are made again (a retry plans both
+ * tiers).
  */
 static void
 ac_probe_check_beyond(AcProbeState *s)
 {
 	Relation	rel = s->css.ss.ss_currentRelation;
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
-	AcUniqueEntry *e = ac_unique_entry_get(rel);
+	AcUniqueEntry *e;
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	AcKeyRange *range = NULL;
@@ -528,8 +560,12 @@ ac_probe_check_beyond(AcProbeState *s)
 	bool		beyond;
 	int			i = 0;
 
+	/* the archive locked as the plan over both tiers locks it (DDL waits) */
+	LockRelationOid(s->archiveid, AccessShareLock);
+	e = ac_unique_entry_get(rel);
 	for (int p = 0; p < e->npairs; p++)
-		if (e->pairs[p].own == s->checkid && e->pairs[p].valid &&
+		if (e->pairs[p].own == s->checkid && e->pairs[p].valid && e->probe_tiers &&
+			e->pairs[p].other <= e->probe_arc_guard &&
 			e->pairs[p].nkeys == list_length(s->keys))
 			range = e->pairs[p].range;
 	foreach(lc, s->keys)
@@ -540,16 +576,22 @@ ac_probe_check_beyond(AcProbeState *s)
 	beyond = range != NULL && !IsolationIsSerializable() && archive_cluster_tier_lookup &&
 		ac_key_range_beyond(range, values, isnull);
 	ResetExprContext(econtext);
-	if (!beyond)
+	if (beyond)
+		return;
+
+	ac_probe_open(s);
+	if (ac_probe_start(s) && ac_probe_next(s) != NULL)
 	{
+		ac_probe_stop(s);
 		ResetPlanCache();
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to concurrent archiving"),
-				 errdetail("The row of table \"%s\" this statement was planned for may have been archived since.",
+				 errdetail("The row of table \"%s\" this statement was planned for has been archived since.",
 						   RelationGetRelationName(rel)),
 				 errhint("Retry the statement.")));
 	}
+	ac_probe_stop(s);
 }
 
 static void

@@ -21,6 +21,7 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
 #include "access/xact.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -84,43 +85,41 @@ ac_probe_tiers_ok(Relation rel, AcUniqueEntry *e)
 }
 
 /*
- * The value that clause "column = value" gives the key column of pair col,
- * for UPDATE and DELETE: a constant, or a parameter fixed for this plan,
- * not NULL, of the index column's type.  False if none.
+ * The value that clause "column = constant" gives the key column of pair
+ * col, for UPDATE and DELETE, as a Const of the index column's type: a
+ * constant not NULL of that type, or of a narrower integer type (widened).
+ * Not a parameter: a custom plan planned so would be cheaper than the
+ * generic one, and the plan cache would then plan every execution.
  */
-static bool
-ac_probe_key_value(Node *clause, AcUniquePair *pair, int col, ParamListInfo params,
-				   Datum *value)
+static Const *
+ac_probe_key_value(Node *clause, AcUniquePair *pair, int col)
 {
 	Node	   *v;
+	Const	   *c;
+	Oid			type = pair->opcintypes[col];
 
-	if (ac_probe_equality(clause, 1, pair->opfamilies[col], pair->opcintypes[col], &v,
-						  NULL) != pair->attnos[col] ||
-		exprType(v) != pair->opcintypes[col])
-		return false;
-	if (IsA(v, Const) && !((Const *) v)->constisnull)
-	{
-		*value = ((Const *) v)->constvalue;
-		return true;
-	}
-	if (IsA(v, Param) && ((Param *) v)->paramkind == PARAM_EXTERN && params != NULL &&
-		params->paramFetch == NULL && ((Param *) v)->paramid > 0 &&
-		((Param *) v)->paramid <= params->numParams)
-	{
-		ParamExternData *prm = &params->params[((Param *) v)->paramid - 1];
-
-		if ((prm->pflags & PARAM_FLAG_CONST) && !prm->isnull && prm->ptype == exprType(v))
-		{
-			*value = prm->value;
-			return true;
-		}
-	}
-	return false;
+	if (ac_probe_equality(clause, 1, pair->opfamilies[col], type, &v, NULL) != pair->attnos[col] ||
+		!IsA(v, Const) || ((Const *) v)->constisnull)
+		return NULL;
+	c = (Const *) v;
+	if (c->consttype == type)
+		return copyObject(c);
+	if (type == INT8OID && c->consttype == INT4OID)
+		return makeConst(INT8OID, -1, InvalidOid, 8,
+						 Int64GetDatum((int64) DatumGetInt32(c->constvalue)), false, FLOAT8PASSBYVAL);
+	if (type == INT8OID && c->consttype == INT2OID)
+		return makeConst(INT8OID, -1, InvalidOid, 8,
+						 Int64GetDatum((int64) DatumGetInt16(c->constvalue)), false, FLOAT8PASSBYVAL);
+	if (type == INT4OID && c->consttype == INT2OID)
+		return makeConst(INT4OID, -1, InvalidOid, 4,
+						 Int32GetDatum((int32) DatumGetInt16(c->constvalue)), false, true);
+	return NULL;
 }
 
 /*
  * An UPDATE or DELETE of <t> whose key (pair) is beyond every key of the
- * archive, as the archive's cached largest key says now (key_range.c)?
+ * archive, as the archive's cached largest key says now (key_range.c)?  If
+ * so, target's check_values get the key, checked again at executor start.
  * Not under SERIALIZABLE (no predicate lock on the archive), for a key whose
  * archive index came after the archive's guard (the guard's notice of a
  * replicated row precedes its entries), nor for a table whose rows a scan
@@ -128,11 +127,12 @@ ac_probe_key_value(Node *clause, AcUniquePair *pair, int col, ParamListInfo para
  */
 static bool
 ac_probe_beyond(Relation rel, AcUniqueEntry *e, AcUniquePair *pair, List *conjuncts,
-				ParamListInfo params)
+				AcProbeTarget *target)
 {
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *consts = NIL;
 	int			i;
 
 	if (IsolationIsSerializable() || pair->range == NULL ||
@@ -144,20 +144,25 @@ ac_probe_beyond(Relation rel, AcUniqueEntry *e, AcUniquePair *pair, List *conjun
 	for (i = 0; i < pair->nkeys; i++)
 	{
 		ListCell   *lc;
-		bool		found = false;
+		Const	   *c = NULL;
 
 		foreach(lc, conjuncts)
-			if ((found = ac_probe_key_value(lfirst(lc), pair, i, params, &values[i])))
+			if ((c = ac_probe_key_value(lfirst(lc), pair, i)) != NULL)
 				break;
-		if (!found)
+		if (c == NULL)
 			return false;
+		values[i] = c->constvalue;
 		isnull[i] = false;
+		consts = lappend(consts, c);
 	}
-	return ac_key_range_beyond(pair->range, values, isnull);
+	if (!ac_key_range_beyond(pair->range, values, isnull))
+		return false;
+	target->check_values = consts;
+	return true;
 }
 
 bool
-ac_probe_table_target(Query *parse, ParamListInfo params, AcProbeTarget *target)
+ac_probe_table_target(Query *parse, AcProbeTarget *target)
 {
 	RangeTblEntry *rte;
 	Relation	rel;
@@ -224,8 +229,9 @@ ac_probe_table_target(Query *parse, ParamListInfo params, AcProbeTarget *target)
 		ok = true;
 		for (i = 0; i < pair->nkeys && ok; i++)
 			ok = ac_probe_fixed(conjuncts, pair, i);
+		target->check_values = NIL;
 		if (ok && dml)
-			ok = ac_probe_beyond(rel, e, pair, conjuncts, params);
+			ok = ac_probe_beyond(rel, e, pair, conjuncts, target);
 		if (ok)
 		{
 			target->first = rte->relid;

@@ -499,6 +499,7 @@ ac_probe_view_target(Query *parse, AcProbeTarget *target)
 	target->archive = arc;
 	target->archive_index = e->archive_index;
 	target->check_index = InvalidOid;
+	target->check_values = NIL;
 	target->nkeys = e->nkeys;
 	memcpy(target->attnos, e->keycur, sizeof(AttrNumber) * e->nkeys);
 	memcpy(target->opfamilies, e->opfamilies, sizeof(Oid) * e->nkeys);

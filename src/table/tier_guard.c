@@ -78,6 +78,7 @@
 #include "table/guard_indexes.h"
 #include "table/key_range.h"
 #include "table/tier_guard.h"
+#include "table/tier_unique_cache.h"
 #include "table/tier_unique.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_guard_handler);
@@ -325,9 +326,12 @@ ac_guard_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_ti
 		 * replication subscriber's) moves the keys a statement planned
 		 * without the archive relies on (plan/probe_table.c), as the checked
 		 * writes do (tier_unique.c).  Its entries in the unique indexes made
-		 * before this guard are in.
+		 * before this guard are in.  (Not for a row of <t> known as such.)
 		 */
-		ac_key_range_bump(RelationGetRelid(heap));
+		AcUniqueEntry *e = ac_unique_entry_find(RelationGetRelid(heap));
+
+		if (e == NULL || !e->valid || e->parent != RelationGetRelid(heap))
+			ac_key_range_bump(RelationGetRelid(heap));
 		return false;
 	}
 	/* the rows before this one at this level are complete */
