@@ -38,6 +38,8 @@ OBJS = \
 	src/table/tier_lock_order.o \
 	src/table/tier_lookup.o \
 	src/plan/planner.o \
+	src/plan/probe_quals.o \
+	src/plan/probe_path.o \
 	src/plan/probe_scan.o \
 	src/plan/probe_table.o \
 	src/plan/probe_view.o \

@@ -26,7 +26,10 @@
  */
 #include "postgres.h"
 
+#include "nodes/extensible.h"
+#include "nodes/plannodes.h"
 #include "optimizer/paths.h"
+#include "parser/parsetree.h"
 #include "optimizer/planner.h"
 
 #include "compat.h"
@@ -39,6 +42,86 @@ static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
 
 /* the decision for the query being planned (NULL: none) */
 static AcProbeTarget *ac_probe_target = NULL;
+
+/*
+ * Walk plan: a scan of relation first (range table of stmt) is allowed only
+ * under the probe.
+ */
+static void
+ac_probe_walk(Plan *plan, PlannedStmt *stmt, Oid first, bool under)
+{
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_ForeignScan:
+		case T_CustomScan:
+			{
+				Index		scanrelid = ((Scan *) plan)->scanrelid;
+
+				if (IsA(plan, CustomScan) &&
+					((CustomScan *) plan)->methods == &ac_probe_scan_methods)
+					under = true;
+				else if (!under && scanrelid > 0 &&
+						 rt_fetch(scanrelid, stmt->rtable)->rtekind == RTE_RELATION &&
+						 rt_fetch(scanrelid, stmt->rtable)->relid == first)
+					elog(ERROR, "archive_cluster: relation %u is read without its archive", first);
+				if (IsA(plan, CustomScan))
+					children = ((CustomScan *) plan)->custom_plans;
+				break;
+			}
+		case T_Append:
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			ac_probe_walk(((SubqueryScan *) plan)->subplan, stmt, first, under);
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+		ac_probe_walk(lfirst(lc), stmt, first, under);
+	ac_probe_walk(plan->lefttree, stmt, first, under);
+	ac_probe_walk(plan->righttree, stmt, first, under);
+}
+
+/*
+ * The plan of a query planned without the archive: its first tier was
+ * wrapped (or proven empty), and no scan of it escapes the probe (as a
+ * path another planner hook added would).  An error rather than rows lost.
+ */
+static void
+ac_probe_check_plan(PlannedStmt *stmt, const AcProbeTarget *t)
+{
+	ListCell   *lc;
+
+	if (!t->seen)
+		elog(ERROR, "archive_cluster: relation %u was planned without its archive and without its probe",
+			 t->first);
+	ac_probe_walk(stmt->planTree, stmt, t->first, false);
+	foreach(lc, stmt->subplans)
+		ac_probe_walk(lfirst(lc), stmt, t->first, false);
+}
 
 static PlannedStmt *
 ac_probe_planner(AC_PLANNER_PARAMS)

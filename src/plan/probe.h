@@ -3,7 +3,8 @@
  * probe.h
  *		A look-up by one key of a registered table planned without the
  *		archive, which is probed at run time only when the first tier has no
- *		row (planner.c, probe_scan.c, probe_table.c, probe_view.c).
+ *		row (planner.c, probe_quals.c, probe_path.c, probe_scan.c,
+ *		probe_table.c, probe_view.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -33,14 +34,20 @@ typedef struct AcProbeTarget
 	bool		seen;			/* the first tier's paths were wrapped */
 } AcProbeTarget;
 
-/* probe_scan.c */
+/* probe_quals.c */
 extern AttrNumber ac_probe_equality(Node *clause, Index varno, Oid opfamily, Oid opcintype,
 									Node **value, Oid *opno);
 extern bool ac_probe_quals_ok(Node *quals, Index varno);
 extern bool ac_probe_reads_sysattr(Query *parse);
-extern int	ac_probe_references(Query *parse, Oid relid);
-extern void ac_probe_check_plan(PlannedStmt *stmt, const AcProbeTarget *t);
+extern bool ac_probe_references(Query *parse, Oid a, int na, Oid b, int nb);
+
+#define AC_PROBE_NAME "ArchiveClusterProbe"
+
+/* probe_path.c */
 extern void ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t);
+
+/* probe_scan.c */
+extern PGDLLIMPORT const struct CustomScanMethods ac_probe_scan_methods;
 extern void ac_probe_scan_register(void);
 
 /* probe_table.c, probe_view.c: may parse skip the archive? */

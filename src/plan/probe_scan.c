@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * probe_scan.c
- *		The custom scan ArchiveClusterProbe: the rows of the first tier's
- *		scan, or, when it finds none, the archive's rows with the same key.
+ *		The custom scan ArchiveClusterProbe, executed: the rows of the first
+ *		tier's scan, or, when it finds none, the archive's rows with the same
+ *		key.
  *
- *		planner.c wraps every path of the first tier (<t> in table mode,
+ *		probe_path.c wraps every path of the first tier (<t> in table mode,
  *		<t>_current in view mode) of a query that qualifies in this scan.
  *		Its scan tuple is the first tier's row: the wrapped plan returns whole
  *		rows, and this node applies the query's projection.  When that plan
@@ -36,31 +37,20 @@
 #include "access/table.h"
 #include "access/tupconvert.h"
 #include "access/xact.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "nodes/extensible.h"
-#include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
-#include "optimizer/optimizer.h"
-#include "optimizer/pathnode.h"
-#include "optimizer/restrictinfo.h"
-#include "parser/parsetree.h"
 #include "utils/datum.h"
 #include "utils/plancache.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 #include "compat.h"
 #include "base/guc.h"
 #include "plan/probe.h"
 #include "table/key_range.h"
 #include "table/tier_unique_cache.h"
-
-#define AC_PROBE_NAME "ArchiveClusterProbe"
 
 /* Executor state. */
 typedef struct AcProbeState
@@ -87,8 +77,6 @@ typedef struct AcProbeState
 	int64		probes;
 } AcProbeState;
 
-static Plan *ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
-						   List *tlist, List *clauses, List *custom_plans);
 static Node *ac_probe_create_state(CustomScan *cscan);
 static void ac_probe_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *ac_probe_exec(CustomScanState *node);
@@ -100,12 +88,7 @@ static bool ac_probe_start(AcProbeState *s);
 static TupleTableSlot *ac_probe_next(AcProbeState *s);
 static void ac_probe_stop(AcProbeState *s);
 
-static const CustomPathMethods ac_probe_path_methods = {
-	.CustomName = AC_PROBE_NAME,
-	.PlanCustomPath = ac_probe_plan,
-};
-
-static const CustomScanMethods ac_probe_scan_methods = {
+const CustomScanMethods ac_probe_scan_methods = {
 	.CustomName = AC_PROBE_NAME,
 	.CreateCustomScanState = ac_probe_create_state,
 };
@@ -118,355 +101,6 @@ static const CustomExecMethods ac_probe_exec_methods = {
 	.ReScanCustomScan = ac_probe_rescan,
 	.ExplainCustomScan = ac_probe_explain,
 };
-
-/* ---- what qualifies (for the candidates too) ---- */
-
-/* The attribute of relation varno that expr is (under a binary coercion), or 0. */
-static AttrNumber
-ac_probe_column(Node *expr, Index varno)
-{
-	while (IsA(expr, RelabelType))
-		expr = (Node *) ((RelabelType *) expr)->arg;
-	if (IsA(expr, Var) && ((Var *) expr)->varno == varno &&
-		((Var *) expr)->varlevelsup == 0 && ((Var *) expr)->varattno > 0)
-		return ((Var *) expr)->varattno;
-	return 0;
-}
-
-/* May expr be a key value: computed once, free of the row's columns? */
-static bool
-ac_probe_value(Node *expr)
-{
-	return !contain_vars_of_level(expr, 0) && !contain_volatile_functions(expr) &&
-		!expression_returns_set(expr);
-}
-
-/*
- * If clause is "column = value" (either way round), the column of relation
- * varno, with an equality operator of btree opfamily whose left type is
- * opcintype (the index column's), and a deterministic collation: the column;
- * else 0.  *value gets the other side, *opno the operator with the column on
- * its left.
- */
-AttrNumber
-ac_probe_equality(Node *clause, Index varno, Oid opfamily, Oid opcintype, Node **value,
-				  Oid *opno)
-{
-	OpExpr	   *op = (OpExpr *) clause;
-	AttrNumber	att;
-	Node	   *other;
-	Oid			oper;
-	int			strategy;
-	Oid			lefttype;
-	Oid			righttype;
-
-	if (!IsA(clause, OpExpr) || list_length(op->args) != 2)
-		return 0;
-	if (OidIsValid(op->inputcollid) && !get_collation_isdeterministic(op->inputcollid))
-		return 0;
-	if ((att = ac_probe_column(linitial(op->args), varno)) != 0)
-	{
-		other = lsecond(op->args);
-		oper = op->opno;
-	}
-	else if ((att = ac_probe_column(lsecond(op->args), varno)) != 0)
-	{
-		other = linitial(op->args);
-		oper = get_commutator(op->opno);
-	}
-	else
-		return 0;
-	if (!OidIsValid(oper) || !ac_probe_value(other) || !op_in_opfamily(oper, opfamily))
-		return 0;
-	get_op_opfamily_properties(oper, opfamily, false, &strategy, &lefttype, &righttype);
-	if (strategy != BTEqualStrategyNumber || lefttype != opcintype)
-		return 0;
-	if (value)
-		*value = other;
-	if (opno)
-		*opno = oper;
-	return att;
-}
-
-/*
- * Is every top-level conjunct of quals about the row (no gating qual, which
- * the planner would put above the wrapped scan)?
- */
-bool
-ac_probe_quals_ok(Node *quals, Index varno)
-{
-	ListCell   *lc;
-
-	if (quals == NULL)
-		return false;
-	foreach(lc, make_ands_implicit((Expr *) quals))
-		if (!contain_vars_of_level(lfirst(lc), 0))
-			return false;
-	return true;
-}
-
-static bool
-ac_probe_sysattr_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Var))
-		return ((Var *) node)->varattno < 0 &&
-			((Var *) node)->varattno != TableOidAttributeNumber;
-	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, ac_probe_sysattr_walker, context, 0);
-	return expression_tree_walker(node, ac_probe_sysattr_walker, context);
-}
-
-/* Does the query read a system column other than tableoid? */
-bool
-ac_probe_reads_sysattr(Query *parse)
-{
-	return query_tree_walker(parse, ac_probe_sysattr_walker, NULL, 0);
-}
-
-typedef struct AcRefCount
-{
-	Oid			relid;
-	int			count;
-} AcRefCount;
-
-static bool
-ac_probe_refs_walker(Node *node, AcRefCount *c)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, RangeTblEntry))
-	{
-		RangeTblEntry *rte = (RangeTblEntry *) node;
-
-		if (rte->rtekind == RTE_RELATION && rte->relid == c->relid)
-			c->count++;
-		return false;
-	}
-	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, ac_probe_refs_walker, c,
-								 QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(node, ac_probe_refs_walker, c);
-}
-
-/*
- * How many entries of the query's range tables, at every level (sub-selects
- * and subqueries included), are relation relid?
- */
-int
-ac_probe_references(Query *parse, Oid relid)
-{
-	AcRefCount	c = {relid, 0};
-
-	(void) query_tree_walker(parse, ac_probe_refs_walker, &c, QTW_EXAMINE_RTES_BEFORE);
-	return c.count;
-}
-
-/* ---- planning ---- */
-
-/* The custom path over path, a path of the first tier. */
-static Path *
-ac_probe_path(Path *path, List *private)
-{
-	CustomPath *cpath = makeNode(CustomPath);
-
-	cpath->path = *path;
-	cpath->path.type = T_CustomPath;
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.pathkeys = NIL;
-	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cpath->custom_paths = list_make1(path);
-	cpath->custom_private = private;
-	cpath->methods = &ac_probe_path_methods;
-	return &cpath->path;
-}
-
-/*
- * The first tier's relation gets the custom path over each of its paths that
- * returns whole rows (an index-only scan becoming an index scan), and no
- * other path.  The target travels in the paths' custom_private: a list of
- * archive, archive_index, check_index, nkeys, then per key column its attno,
- * opfamily, opcintype; and the check's key values (UPDATE, DELETE).
- */
-void
-ac_probe_wrap_paths(PlannerInfo *root, RelOptInfo *rel, const AcProbeTarget *t)
-{
-	List	   *paths = NIL;
-	List	   *private;
-	ListCell   *lc;
-	int			i;
-
-	private = list_make4_oid(t->archive, t->archive_index, t->check_index, (Oid) t->nkeys);
-	for (i = 0; i < t->nkeys; i++)
-		private = lappend_oid(lappend_oid(lappend_oid(private, (Oid) t->attnos[i]),
-										  t->opfamilies[i]),
-							  t->opcintypes[i]);
-	private = list_make2(private, copyObject(t->check_values));
-	foreach(lc, rel->pathlist)
-	{
-		Path	   *path = (Path *) lfirst(lc);
-
-		if (path->param_info != NULL)
-			continue;
-		if (IsA(path, IndexPath))
-		{
-			IndexPath  *ipath = (IndexPath *) path;
-
-			if (ipath->indexorderbys != NIL)
-				continue;
-			if (path->pathtype == T_IndexOnlyScan)
-			{
-				ipath = makeNode(IndexPath);
-				memcpy(ipath, path, sizeof(IndexPath));
-				ipath->path.pathtype = T_IndexScan;
-				path = &ipath->path;
-			}
-		}
-		else if (!IsA(path, BitmapHeapPath) && path->pathtype != T_SeqScan)
-			continue;
-		paths = lappend(paths, ac_probe_path(path, private));
-	}
-	if (paths == NIL)
-		paths = list_make1(ac_probe_path(create_seqscan_path(root, rel, NULL, 0), private));
-	rel->pathlist = paths;
-	rel->partial_pathlist = NIL;
-}
-
-/*
- * The key values, in index column order, from the first tier's restriction
- * clauses (relation varno), their operators appended to *opnos; NIL if a
- * column is not found (the probe then reads the archive's heap).
- */
-static List *
-ac_probe_keys(List *clauses, Index varno, List *private, List **opnos)
-{
-	int			nkeys = (int) lfourth_oid(private);
-	List	   *values = NIL;
-	int			i;
-
-	for (i = 0; i < nkeys; i++)
-	{
-		AttrNumber	attno = (AttrNumber) list_nth_oid(private, 4 + 3 * i);
-		Oid			opfamily = list_nth_oid(private, 5 + 3 * i);
-		Oid			opcintype = list_nth_oid(private, 6 + 3 * i);
-		Node	   *value = NULL;
-		Oid			opno = InvalidOid;
-		ListCell   *lc;
-
-		foreach(lc, clauses)
-		{
-			Node	   *clause = (Node *) lfirst_node(RestrictInfo, lc)->clause;
-
-			if (ac_probe_equality(clause, varno, opfamily, opcintype, &value, &opno) == attno)
-				break;
-			value = NULL;
-		}
-		if (value == NULL)
-		{
-			list_free(*opnos);
-			*opnos = NIL;
-			return NIL;
-		}
-		values = lappend(values, copyObject(value));
-		*opnos = lappend_oid(*opnos, opno);
-	}
-	return values;
-}
-
-/*
- * The target list of a scan of r (range table index varno) that returns its
- * rows whole, as they are stored: build_physical_tlist() gives up on a
- * dropped column, here a NULL.
- */
-static List *
-ac_probe_whole_rows(Relation r, Index varno)
-{
-	TupleDesc	desc = RelationGetDescr(r);
-	List	   *tlist = NIL;
-	int			i;
-
-	for (i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		Expr	   *expr;
-
-		if (att->attisdropped)
-			expr = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
-		else
-			expr = (Expr *) makeVar(varno, att->attnum, att->atttypid, att->atttypmod,
-									att->attcollation, 0);
-		tlist = lappend(tlist, makeTargetEntry(expr, i + 1, NULL, false));
-	}
-	return tlist;
-}
-
-/*
- * PlanCustomPath: a scan of the first tier (its scan tuple that tier's row)
- * whose wrapped plan returns the tier's rows whole; the quals are applied
- * to archived rows only (the wrapped plan applies them to its own).
- */
-static Plan *
-ac_probe_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
-			  List *tlist, List *clauses, List *custom_plans)
-{
-	CustomScan *cscan = makeNode(CustomScan);
-	Plan	   *first = linitial(custom_plans);
-	List	   *private = linitial(best_path->custom_private);
-	List	   *check_values = lsecond(best_path->custom_private);
-	Oid			archive = linitial_oid(private);
-	Oid			check_index = lthird_oid(private);
-	List	   *opnos = NIL;
-	Relation	r;
-
-	/*
-	 * A gating Result over the scan (a qual without the row's columns, as
-	 * equivalence classes derive from "id = 5 AND id = $1") goes: the same
-	 * gate is above this node, and the scan's own slots keep the row's ctid.
-	 */
-	while (IsA(first, Result) && first->lefttree != NULL &&
-		   ((Result *) first)->resconstantqual != NULL)
-		first = first->lefttree;
-	custom_plans = list_make1(first);
-
-	/* whole rows from the scan (the planner holds the first tier's lock) */
-	r = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
-	first->targetlist = ac_probe_whole_rows(r, rel->relid);
-	table_close(r, NoLock);
-
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
-	cscan->scan.scanrelid = rel->relid;
-	cscan->flags = best_path->flags;
-	cscan->custom_plans = custom_plans;
-	if (OidIsValid(check_index))
-	{
-		/* the key the planner found beyond the archive's, compared by "=" */
-		int			nkeys = (int) lfourth_oid(private);
-
-		for (int i = 0; i < nkeys; i++)
-		{
-			Oid			opcintype = list_nth_oid(private, 6 + 3 * i);
-
-			opnos = lappend_oid(opnos, get_opfamily_member(list_nth_oid(private, 5 + 3 * i),
-														   opcintype, opcintype,
-														   BTEqualStrategyNumber));
-		}
-		cscan->custom_exprs = check_values;
-	}
-	else
-		cscan->custom_exprs = ac_probe_keys(clauses, rel->relid, private, &opnos);
-	cscan->custom_private = list_concat(list_make3_oid(archive, lsecond_oid(private), check_index),
-										opnos);
-	cscan->methods = &ac_probe_scan_methods;
-
-	/* a change to the archive (its indexes, say) invalidates the plan */
-	root->glob->relationOids = lappend_oid(root->glob->relationOids, archive);
-	return &cscan->scan.plan;
-}
 
 /* ---- execution ---- */
 
@@ -850,86 +484,6 @@ ac_probe_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Archive Keys", "below this key (checked at start)", es);
 	if (es->analyze)
 		ExplainPropertyInteger("Archive Probes", NULL, s->probes, es);
-}
-
-/*
- * Walk plan: a scan of relation first (range table of stmt) is allowed only
- * under the probe.
- */
-static void
-ac_probe_walk(Plan *plan, PlannedStmt *stmt, Oid first, bool under)
-{
-	ListCell   *lc;
-	List	   *children = NIL;
-
-	if (plan == NULL)
-		return;
-	check_stack_depth();
-	switch (nodeTag(plan))
-	{
-		case T_SeqScan:
-		case T_SampleScan:
-		case T_IndexScan:
-		case T_IndexOnlyScan:
-		case T_BitmapHeapScan:
-		case T_TidScan:
-		case T_TidRangeScan:
-		case T_ForeignScan:
-		case T_CustomScan:
-			{
-				Index		scanrelid = ((Scan *) plan)->scanrelid;
-
-				if (IsA(plan, CustomScan) &&
-					((CustomScan *) plan)->methods == &ac_probe_scan_methods)
-					under = true;
-				else if (!under && scanrelid > 0 &&
-						 rt_fetch(scanrelid, stmt->rtable)->rtekind == RTE_RELATION &&
-						 rt_fetch(scanrelid, stmt->rtable)->relid == first)
-					elog(ERROR, "archive_cluster: relation %u is read without its archive", first);
-				if (IsA(plan, CustomScan))
-					children = ((CustomScan *) plan)->custom_plans;
-				break;
-			}
-		case T_Append:
-			children = ((Append *) plan)->appendplans;
-			break;
-		case T_MergeAppend:
-			children = ((MergeAppend *) plan)->mergeplans;
-			break;
-		case T_BitmapAnd:
-			children = ((BitmapAnd *) plan)->bitmapplans;
-			break;
-		case T_BitmapOr:
-			children = ((BitmapOr *) plan)->bitmapplans;
-			break;
-		case T_SubqueryScan:
-			ac_probe_walk(((SubqueryScan *) plan)->subplan, stmt, first, under);
-			break;
-		default:
-			break;
-	}
-	foreach(lc, children)
-		ac_probe_walk(lfirst(lc), stmt, first, under);
-	ac_probe_walk(plan->lefttree, stmt, first, under);
-	ac_probe_walk(plan->righttree, stmt, first, under);
-}
-
-/*
- * The plan of a query planned without the archive: its first tier was
- * wrapped (or proven empty), and no scan of it escapes the probe (as a
- * path another planner hook added would).  An error rather than rows lost.
- */
-void
-ac_probe_check_plan(PlannedStmt *stmt, const AcProbeTarget *t)
-{
-	ListCell   *lc;
-
-	if (!t->seen)
-		elog(ERROR, "archive_cluster: relation %u was planned without its archive and without its probe",
-			 t->first);
-	ac_probe_walk(stmt->planTree, stmt, t->first, false);
-	foreach(lc, stmt->subplans)
-		ac_probe_walk(lfirst(lc), stmt, t->first, false);
 }
 
 /* Register the custom scan (in every session). */

@@ -245,8 +245,7 @@ ac_probe_table_target(Query *parse, AcProbeTarget *target)
 		}
 	}
 	ok = ok && !ac_probe_reads_sysattr(parse) &&
-		ac_probe_references(parse, rte->relid) == 1 &&
-		ac_probe_references(parse, e->other) == 0;
+		ac_probe_references(parse, rte->relid, 1, e->other, 0);
 	if (ok)
 		rte->inh = false;
 out:

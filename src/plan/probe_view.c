@@ -484,7 +484,7 @@ ac_probe_view_target(Query *parse, AcProbeTarget *target)
 		return false;
 
 	/* the two tables are read nowhere else in the statement */
-	if (ac_probe_references(parse, cur) != 1 || ac_probe_references(parse, arc) != 1)
+	if (!ac_probe_references(parse, cur, 1, arc, 1))
 		return false;
 
 	/*
