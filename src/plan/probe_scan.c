@@ -20,11 +20,13 @@
  *
  *		Under SERIALIZABLE the archive is probed for every key, so that the
  *		read takes its predicate locks there as the scan of both tiers
- *		would.  The archive and its index are locked and held open from the
- *		start (ACCESS SHARE), as that scan would hold them; the plan depends
- *		on the archive (a change to it, such as its indexes, plans again).
- *		Should the index be gone by then (DDL between planning and
- *		execution), the probe reads the archive's heap with the quals.
+ *		would.  The archive is locked and held open from the start (ACCESS
+ *		SHARE), as that scan would hold it; its index, the slots and the
+ *		quals for its rows are readied at the first probe, which a key found
+ *		in the first tier never needs.  The plan depends on the archive (a
+ *		change to it, such as its indexes, plans again).  Should the index be
+ *		gone by then (DDL between planning and execution), the probe reads
+ *		the archive's heap with the quals.
  *
  *-------------------------------------------------------------------------
  */
@@ -74,6 +76,7 @@ typedef struct AcProbeState
 	TupleConversionMap *map;	/* NULL if the row types are alike */
 	int			phase;			/* 0: the first tier, 1: the archive, 2: done */
 	bool		found;
+	bool		prepared;	/* ac_probe_prepare() done */
 	int64		probes;
 } AcProbeState;
 
@@ -83,7 +86,7 @@ static TupleTableSlot *ac_probe_exec(CustomScanState *node);
 static void ac_probe_end(CustomScanState *node);
 static void ac_probe_rescan(CustomScanState *node);
 static void ac_probe_explain(CustomScanState *node, List *ancestors, ExplainState *es);
-static void ac_probe_open(AcProbeState *s);
+static void ac_probe_prepare(AcProbeState *s);
 static bool ac_probe_start(AcProbeState *s);
 static TupleTableSlot *ac_probe_next(AcProbeState *s);
 static void ac_probe_stop(AcProbeState *s);
@@ -115,29 +118,22 @@ ac_probe_create_state(CustomScan *cscan)
 }
 
 /*
- * Open the archive and its counterpart index (ACCESS SHARE, as the Append's
- * scan would lock them), the slots for its rows, and the conversion to
- * <t>'s row type; no archive if it has been dropped since planning.
+ * Ready the probe at its first use: the archive's counterpart index (if still
+ * a usable unique index of the archive: a DROP or REINDEX CONCURRENTLY may be
+ * under way; else the probe reads the heap), the slots for archived rows, the
+ * conversion to the first tier's row type and the quals built for slots of
+ * any kind.  A statement whose key is in the first tier never needs them.
  */
 static void
-ac_probe_open(AcProbeState *s)
+ac_probe_prepare(AcProbeState *s)
 {
 	EState	   *estate = s->css.ss.ps.state;
+	CustomScan *cscan = (CustomScan *) s->css.ss.ps.plan;
 	Relation	rel = s->css.ss.ss_currentRelation;
 	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
 	int			i;
 
-	s->archive = try_table_open(s->archiveid, AccessShareLock);
-	if (s->archive == NULL)
-	{
-		MemoryContextSwitchTo(old);
-		return;
-	}
-	/*
-	 * The plan's index, if still a usable unique index of the archive (a
-	 * DROP or REINDEX CONCURRENTLY may be under way), with the plan's
-	 * operators in its opfamilies; else the probe reads the heap.
-	 */
+	s->prepared = true;
 	if (s->nkeys > 0)
 		s->aindex = try_relation_open(s->indexid, AccessShareLock);
 	if (s->aindex)
@@ -162,6 +158,8 @@ ac_probe_open(AcProbeState *s)
 	s->map = convert_tuples_by_name(RelationGetDescr(s->archive), RelationGetDescr(rel));
 	if (s->map)
 		s->cslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+	/* built by ExecInitCustomScan for a scan slot of one kind */
+	s->css.ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &s->css.ss.ps);
 	MemoryContextSwitchTo(old);
 }
 
@@ -194,8 +192,6 @@ ac_probe_check_beyond(AcProbeState *s)
 	bool		beyond;
 	int			i = 0;
 
-	/* the archive locked as the plan over both tiers locks it (DDL waits) */
-	LockRelationOid(s->archiveid, AccessShareLock);
 	e = ac_unique_entry_get(rel);
 	for (int p = 0; p < e->npairs; p++)
 		if (e->pairs[p].own == s->checkid && e->pairs[p].valid && e->probe_tiers &&
@@ -213,7 +209,6 @@ ac_probe_check_beyond(AcProbeState *s)
 	if (beyond)
 		return;
 
-	ac_probe_open(s);
 	if (ac_probe_start(s) && ac_probe_next(s) != NULL)
 	{
 		ac_probe_stop(s);
@@ -243,7 +238,7 @@ ac_probe_begin(CustomScanState *node, EState *estate, int eflags)
 	node->ss.ps.scanopsfixed = false;
 	node->ss.ps.scanopsset = true;
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, cscan->scan.scanrelid);
-	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
+	node->ss.ps.qual = NULL;	/* until ac_probe_prepare() */
 	node->ss.ps.resultopsset = true;
 	node->ss.ps.resultopsfixed = false;
 
@@ -260,6 +255,14 @@ ac_probe_begin(CustomScanState *node, EState *estate, int eflags)
 	s->keys = ExecInitExprList(cscan->custom_exprs, &node->ss.ps);
 
 	/*
+	 * The archive is locked and held open from the start (ACCESS SHARE), as
+	 * the Append's scan would hold it, so that it counts as in use by the
+	 * query (no TRUNCATE of it by this session while a cursor is open, say;
+	 * DDL of other sessions waits).
+	 */
+	s->archive = try_table_open(s->archiveid, AccessShareLock);
+
+	/*
 	 * An UPDATE or DELETE planned without the archive: is it still so?  (Not
 	 * in an EvalPlanQual recheck, which reads again the row of <t> that the
 	 * statement locked, as on a plain table.)
@@ -268,16 +271,7 @@ ac_probe_begin(CustomScanState *node, EState *estate, int eflags)
 	{
 		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && estate->es_epq_active == NULL)
 			ac_probe_check_beyond(s);
-		return;
 	}
-
-	/*
-	 * The archive and its index are held open from the start, as the
-	 * Append's scan would hold them, so that they count as in use by the
-	 * query (no TRUNCATE or DROP INDEX of them by this session while a cursor
-	 * is open, say).
-	 */
-	ac_probe_open(s);
 }
 
 /* Start the probe: the archive's rows with the key (all if no index). */
@@ -292,6 +286,8 @@ ac_probe_start(AcProbeState *s)
 
 	if (s->archive == NULL)
 		return false;			/* dropped since planning */
+	if (!s->prepared)
+		ac_probe_prepare(s);
 	s->probes++;
 	if (s->aindex == NULL)
 	{

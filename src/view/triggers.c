@@ -90,6 +90,13 @@ ac_serialization_failure(Relation view)
 			 errhint("Retry the transaction.")));
 }
 
+static void
+ac_spi_connect(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
 /* Run a prepared statement; returns the number of rows it touched. */
 static uint64
 ac_execute(SPIPlanPtr plan, Datum *values, char *nulls, int expected,
@@ -215,8 +222,6 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		ac_buffer_insert(e, view, oldv, oldn))
 		return PointerGetDatum(td->tg_trigtuple);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
 	args = palloc(sizeof(Datum) * (2 * e->natts + e->nkeys));
 	argn = palloc(2 * e->natts + e->nkeys + 1);
 
@@ -232,17 +237,15 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		if (e->direct_insert && ac_direct_insert(e, oldv, oldn))
 		{
 			/* stored as given: no trigger or generated column changes it */
-			result = td->tg_trigtuple;
 			ac_check_key_unique(view, e, 1, oldv, oldn);
+			return PointerGetDatum(td->tg_trigtuple);
 		}
-		else
-		{
-			ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING,
-					   e->current, ACL_INSERT | ACL_SELECT);
-			ac_check_returned(e, SPI_tuptable->tupdesc);
-			result = SPI_copytuple(SPI_tuptable->vals[0]);
-			ac_check_key_unique(view, e, 1, oldv, oldn);
-		}
+		ac_spi_connect();
+		ac_execute(e->insert, args, argn, SPI_OK_INSERT_RETURNING,
+				   e->current, ACL_INSERT | ACL_SELECT);
+		ac_check_returned(e, SPI_tuptable->tupdesc);
+		result = SPI_copytuple(SPI_tuptable->vals[0]);
+		ac_check_key_unique(view, e, 1, oldv, oldn);
 	}
 	else
 	{
@@ -266,14 +269,16 @@ archive_cluster_view_trigger(PG_FUNCTION_ARGS)
 		}
 
 		ac_pause_point("row_read", 4);
+		/* the common UPDATE of a current row: no statement to run */
 		if (is_update && e->direct_insert && OidIsValid(e->keyindex[0]) &&
 			ac_direct_update(e, oldv, oldn, newv, newn))
 		{
-			result = td->tg_newtuple;
 			if (ac_key_changed(e, oldv, oldn, newv, newn))
 				ac_check_key_unique(view, e, 1, newv, newn);
+			return PointerGetDatum(td->tg_newtuple);
 		}
 
+		ac_spi_connect();
 		for (t = 0; t < 2 && result == NULL; t++)
 		{
 			AcTierPlans *tier = &e->tiers[t];

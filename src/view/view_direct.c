@@ -99,8 +99,9 @@ ac_direct_insert(AcTriggerEntry *e, Datum *viewv, bool *viewn)
 /*
  * UPDATE a row of <t>_current directly, in place of the prepared UPDATE,
  * when it is simple: the caller holds UPDATE and SELECT on the table, the
- * row is found by its key (with the snapshot the statement would take),
- * it is still exactly the row the statement read (compared as *= does).
+ * row is found by its key (with the statement's snapshot), it is still
+ * exactly the row the statement read (compared as *= does) and no one has
+ * changed it since.
  * Then constraints, heap and indexes, as an UPDATE statement would for a
  * table without triggers; like it, this waits for another transaction
  * changing the row.  When that one committed a change (or the row is not
@@ -141,10 +142,12 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 							   idx->rd_indcollation[i], e->keyeqproc[0][i],
 							   oldv[e->keycols[i]]);
 
-	/* as the prepared statement would run: a new command and snapshot */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	CommandCounterIncrement();
-	UpdateActiveSnapshotCommandId();
+	/*
+	 * The row as the statement read it, with the statement's snapshot: a
+	 * version committed since, or changed by this statement, makes the
+	 * update below fail (TM_Updated, TM_SelfModified), and the prepared
+	 * statements decide with a new snapshot, as they would have.
+	 */
 	snapshot = GetActiveSnapshot();
 
 	oldslot = table_slot_create(rel, NULL);
@@ -212,7 +215,6 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 	}
 
 	ExecDropSingleTupleTableSlot(oldslot);
-	PopActiveSnapshot();
 	index_close(idx, NoLock);
 	table_close(rel, NoLock);
 	return res == TM_Ok;

@@ -94,12 +94,15 @@ ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
 			keyv[i] = rowv[e->keycols[i]];
 			keyn[i] = rown[e->keycols[i]] ? 'n' : ' ';
 		}
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
 		rc = SPI_execute_snapshot(e->tiers[other_tier].exists, keyv, keyn,
 								  GetLatestSnapshot(), InvalidSnapshot,
 								  true, false, 1);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "SPI_execute_snapshot returned %s", SPI_result_code_string(rc));
 		found = SPI_processed > 0;
+		SPI_finish();
 	}
 	if (found)
 		ac_key_violation(RelationGetRelationName(view),
