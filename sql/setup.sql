@@ -40,3 +40,44 @@ CREATE ROLE ac_owner;
 CREATE ROLE ac_other;
 CREATE ROLE ac_reader;
 GRANT CREATE ON SCHEMA public TO ac_owner;
+
+-- The lines of EXPLAIN ANALYZE of a statement, alike on every version (no
+-- "Index Searches", row counts without decimals; with_rows false: none).
+CREATE FUNCTION analyzed(q text, with_rows bool DEFAULT true) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (analyze, costs off, timing off, summary off, buffers off) ' || q LOOP
+		CONTINUE WHEN line ~ 'Index Searches:';
+		line := regexp_replace(line, 'rows=(\d+)\.00 ', 'rows=\1 ', 'g');
+		IF NOT with_rows THEN
+			line := regexp_replace(line, 'rows=[0-9.]+ ', '', 'g');
+		END IF;
+		RETURN NEXT line;
+	END LOOP;
+END
+$$;
+
+-- What a plan reads, in words (EXPLAIN's text differs between versions):
+-- the first tier with the probe, the key checked at start (a pruned UPDATE
+-- or DELETE), or both tiers.
+CREATE FUNCTION plan_of(q text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	probe bool := false;
+	checked bool := false;
+	archive bool := false;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (costs off) ' || q LOOP
+		probe := probe OR line ~ 'ArchiveClusterProbe';
+		checked := checked OR line ~ 'Archive Keys:';
+		archive := archive OR line ~ ' on [a-z_]*archive\M';
+	END LOOP;
+	RETURN CASE WHEN archive THEN 'both tiers'
+				WHEN probe AND checked THEN 'first tier alone, its key checked at start'
+				WHEN probe THEN 'first tier, the archive probed on a miss'
+				ELSE 'first tier alone' END;
+END
+$$;

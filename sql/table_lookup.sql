@@ -26,33 +26,16 @@ INSERT INTO tl.t (id, ts, cid, code, part)
 SELECT i, timestamp '2030-01-01' + i * interval '1 minute', i % 10, 'c' || i, i
 FROM generate_series(1001, 1010) i;
 ANALYZE tl.t, tl.t_archive;
--- EXPLAIN ANALYZE as PostgreSQL 15 prints it (18 adds "Index Searches" and
--- prints rows with two decimals); without rows (an average per loop) if asked
-CREATE FUNCTION tl.analyzed(q text, with_rows bool DEFAULT true) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (analyze, costs off, timing off, summary off, buffers off) ' || q LOOP
-		CONTINUE WHEN line ~ 'Index Searches:';
-		line := regexp_replace(line, 'rows=(\d+)\.00 ', 'rows=\1 ', 'g');
-		IF NOT with_rows THEN
-			line := regexp_replace(line, 'rows=[0-9.]+ ', '', 'g');
-		END IF;
-		RETURN NEXT line;
-	END LOOP;
-END
-$$;
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
 
 -- a key in ONLY tl.t: the archive's scan is never run
 EXPLAIN (costs off) SELECT * FROM tl.t WHERE id = 1005;
-SELECT tl.analyzed($$SELECT * FROM tl.t WHERE id = 1005$$);
+SELECT analyzed($$SELECT * FROM tl.t WHERE id = 1005$$);
 -- an archived key: both scans run
-SELECT tl.analyzed($$SELECT * FROM tl.t WHERE id = 5$$);
+SELECT analyzed($$SELECT * FROM tl.t WHERE id = 5$$);
 -- a key in neither
-SELECT tl.analyzed($$SELECT * FROM tl.t WHERE id = 99999$$);
+SELECT analyzed($$SELECT * FROM tl.t WHERE id = 99999$$);
 SELECT tableoid::regclass, id, code FROM tl.t WHERE id IN (5) UNION ALL
 SELECT tableoid::regclass, id, code FROM tl.t WHERE id = 1005 UNION ALL
 SELECT tableoid::regclass, id, code FROM tl.t WHERE 1005 = id UNION ALL
@@ -65,7 +48,7 @@ SELECT sum(id), max(code) FROM tl.t WHERE id = 1005;
 SELECT o.k, t.* FROM (VALUES (5), (1005)) o(k) JOIN LATERAL
 	(SELECT * FROM tl.t WHERE t.id = o.k) t ON true ORDER BY o.k;
 -- every column of a two-column unique key
-SELECT tl.analyzed($$SELECT id FROM tl.t WHERE part = 1005 AND v = 0$$);
+SELECT analyzed($$SELECT id FROM tl.t WHERE part = 1005 AND v = 0$$);
 -- ... but not one of them
 EXPLAIN (costs off) SELECT id FROM tl.t WHERE part = 1005;
 -- an extra qual that the row in ONLY tl.t fails: the archive is read
@@ -85,14 +68,14 @@ PREPARE one(int) AS SELECT tableoid::regclass, id FROM tl.t WHERE id = $1;
 EXECUTE one(1005);
 EXECUTE one(5);
 EXECUTE one(0);
-SELECT tl.analyzed($$EXECUTE one(1005)$$);
+SELECT analyzed($$EXECUTE one(1005)$$);
 DEALLOCATE one;
 RESET plan_cache_mode;
 
 -- the inner side of a nested loop: each look-up decides again
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
-SELECT tl.analyzed($$SELECT k, t.id, t.v FROM (VALUES (5), (1005), (1006), (0)) v(k) JOIN tl.t ON t.id = v.k$$, false);
+SELECT analyzed($$SELECT k, t.id, t.v FROM (VALUES (5), (1005), (1006), (0)) v(k) JOIN tl.t ON t.id = v.k$$, false);
 SELECT k, t.tableoid::regclass, t.id FROM (VALUES (5), (1005), (1006), (0)) v(k)
 JOIN tl.t ON t.id = v.k ORDER BY k;
 RESET enable_hashjoin;
@@ -130,7 +113,7 @@ RESET archive_cluster.tier_lookup;
 
 -- under SERIALIZABLE, both tiers are read (the archive's predicate locks)
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT tl.analyzed($$SELECT id, v FROM tl.t WHERE id = 1005$$);
+SELECT analyzed($$SELECT id, v FROM tl.t WHERE id = 1005$$);
 COMMIT;
 
 -- a look-up by the same key in the archive first (ONLY the archive) is plain

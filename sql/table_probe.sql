@@ -26,46 +26,13 @@ SELECT i, timestamp '2030-01-01' + i * interval '1 minute', i % 10, 'n' || i
 FROM generate_series(1001, 1005) i;
 ANALYZE tp.t, tp.t_archive;
 SELECT attnum, attname FROM pg_attribute WHERE attrelid = 'tp.t_archive'::regclass AND attnum > 0 ORDER BY 1;
-CREATE FUNCTION tp.analyzed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (analyze, costs off, timing off, summary off, buffers off) ' || q LOOP
-		CONTINUE WHEN line ~ 'Index Searches:';
-		RETURN NEXT regexp_replace(line, 'rows=(\d+)\.00 ', 'rows=\1 ', 'g');
-	END LOOP;
-END
-$$;
--- what a plan reads, in words (EXPLAIN's text differs between versions):
--- the first tier with the probe, the key checked at start (a pruned UPDATE
--- or DELETE), or both tiers
-CREATE FUNCTION tp.plan_of(q text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	probe bool := false;
-	checked bool := false;
-	archive bool := false;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (costs off) ' || q LOOP
-		probe := probe OR line ~ 'ArchiveClusterProbe';
-		checked := checked OR line ~ 'Archive Keys:';
-		archive := archive OR line ~ ' on [a-z_]*archive\M';
-	END LOOP;
-	RETURN CASE WHEN archive THEN 'both tiers'
-				WHEN probe AND checked THEN 'first tier alone, its key checked at start'
-				WHEN probe THEN 'first tier, the archive probed on a miss'
-				ELSE 'first tier alone' END;
-END
-$$;
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
 
 -- a row of the table: the archive is not probed
-SELECT tp.analyzed($$SELECT * FROM tp.t WHERE id = 1003$$);
+SELECT analyzed($$SELECT * FROM tp.t WHERE id = 1003$$);
 -- an archived row: probed, converted, tableoid the archive's
-SELECT tp.analyzed($$SELECT * FROM tp.t WHERE id = 7$$);
+SELECT analyzed($$SELECT * FROM tp.t WHERE id = 7$$);
 SELECT tableoid::regclass, * FROM tp.t WHERE id = 7;
 SELECT tableoid::regclass, * FROM tp.t WHERE id = 1003;
 SELECT tableoid::regclass, t FROM tp.t WHERE 7 = id;
@@ -76,11 +43,11 @@ SELECT count(*) FROM tp.t WHERE id = NULL::int;
 SELECT id FROM tp.t WHERE id = 7 AND note = 'n7';
 SELECT id FROM tp.t WHERE id = 7 AND note = 'other';
 -- a key of another type of the index's operator family (int8 = int4)
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 7::bigint$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 7::bigint$$);
 SELECT id, note FROM tp.t WHERE id = 7::bigint;
 SELECT id, note FROM tp.t WHERE 1004::bigint = id;
 -- a key computed once: a sub-select (an InitPlan), a stable function
-SELECT line FROM tp.analyzed($$SELECT id FROM tp.t WHERE id = (SELECT 8)$$) line
+SELECT line FROM analyzed($$SELECT id FROM tp.t WHERE id = (SELECT 8)$$) line
 WHERE line ~ 'Custom Scan|Archive Probes';
 SELECT id, note FROM tp.t WHERE id = (SELECT 8);
 SELECT id, note FROM tp.t WHERE id = (SELECT max(id) FROM tp.t) - 1;
@@ -89,7 +56,7 @@ SELECT id FROM tp.t WHERE id = length(current_user) - length(current_user) + 9;
 SELECT count(*), max(note), min(id * 2) FROM tp.t WHERE id = 10;
 SELECT id + 1 AS next, upper(note) FROM tp.t WHERE id = 10 ORDER BY note;
 -- an index-only path becomes an index scan under the probe
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 11$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 11$$);
 SELECT id FROM tp.t WHERE id = 11;
 
 -- prepared statements: custom plans and the generic plan
@@ -101,26 +68,26 @@ PREPARE gen(bigint) AS SELECT id, note, tableoid::regclass FROM tp.t WHERE id = 
 EXECUTE gen(12);
 EXECUTE gen(1002);
 EXECUTE gen(NULL);
-SELECT tp.analyzed($$EXECUTE gen(13)$$);
+SELECT analyzed($$EXECUTE gen(13)$$);
 RESET plan_cache_mode;
 
 -- not pruned: both tiers planned as before
 -- (a volatile key, a range, a row lock, a join, a system column, ONLY)
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = (random() * 0)::int + 5$$);
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id IN (5, 1001)$$);
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 5 FOR UPDATE$$);
-SELECT tp.plan_of($$SELECT t.id FROM tp.t, (VALUES (5)) v(k) WHERE t.id = 5$$);
-SELECT tp.plan_of($$SELECT xmin IS NOT NULL FROM tp.t WHERE id = 5$$);
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 5 AND current_user IS NOT NULL$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = (random() * 0)::int + 5$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id IN (5, 1001)$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 5 FOR UPDATE$$);
+SELECT plan_of($$SELECT t.id FROM tp.t, (VALUES (5)) v(k) WHERE t.id = 5$$);
+SELECT plan_of($$SELECT xmin IS NOT NULL FROM tp.t WHERE id = 5$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 5 AND current_user IS NOT NULL$$);
 SELECT id FROM ONLY tp.t WHERE id = 5;
 SET archive_cluster.tier_lookup = off;
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 5$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 5$$);
 RESET archive_cluster.tier_lookup;
 
 -- under SERIALIZABLE the archive is probed for every key (its predicate
 -- locks); the row comes once
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT tp.analyzed($$SELECT id FROM tp.t WHERE id = 1003$$);
+SELECT analyzed($$SELECT id FROM tp.t WHERE id = 1003$$);
 COMMIT;
 
 -- an open cursor holds the archive in use, as the Append's scan would
@@ -151,17 +118,17 @@ PREPARE again AS SELECT count(*) FROM tp.t WHERE id = 2001;
 EXECUTE again;
 CREATE TABLE tp.other () INHERITS (tp.t);
 INSERT INTO tp.other (id, ts, cid) VALUES (2001, now(), 1);
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 2001$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 2001$$);
 EXECUTE again;
 DROP TABLE tp.other;
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 2001$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 2001$$);
 EXECUTE again;
 
 -- a table with row security: planned over both tiers
 ALTER TABLE tp.t ENABLE ROW LEVEL SECURITY;
 ALTER TABLE tp.t FORCE ROW LEVEL SECURITY;
 CREATE POLICY odd ON tp.t USING (id % 2 = 1);
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 7$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 7$$);
 SELECT id FROM tp.t WHERE id = 7;
 SELECT id FROM tp.t WHERE id = 8;
 DROP POLICY odd ON tp.t;
@@ -176,8 +143,8 @@ SELECT rows_moved FROM archive_cluster_run('tp.t', force => true);
 EXECUTE look(1005);
 
 -- a sub-select reading the table or its archive: both tiers planned
-SELECT tp.plan_of($$SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM ONLY tp.t o WHERE o.cid = t.cid)$$);
-SELECT tp.plan_of($$SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM tp.t_archive a WHERE a.cid = t.cid)$$);
+SELECT plan_of($$SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM ONLY tp.t o WHERE o.cid = t.cid)$$);
+SELECT plan_of($$SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM tp.t_archive a WHERE a.cid = t.cid)$$);
 SELECT id FROM tp.t t WHERE id = 18 AND EXISTS (SELECT 1 FROM tp.t_archive a WHERE a.cid = t.cid);
 
 -- a gating qual derived from two keys ("5 = $1"), tableoid read: a generic plan
@@ -191,14 +158,14 @@ DEALLOCATE two;
 PREPARE cur(int) AS SELECT id FROM tp.t WHERE id = $1;
 EXECUTE cur(1003);
 SET archive_cluster.tier_lookup = off;
-SELECT tp.analyzed($$EXECUTE cur(1003)$$);
+SELECT analyzed($$EXECUTE cur(1003)$$);
 RESET archive_cluster.tier_lookup;
 RESET plan_cache_mode;
 
 -- constraint_exclusion = on and a CHECK of the table: both tiers planned
 ALTER TABLE tp.t ADD CONSTRAINT recent CHECK (ts >= '2025-01-01') NO INHERIT NOT VALID;
 SET constraint_exclusion = on;
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 21 AND ts = '2020-01-01 00:21'$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 21 AND ts = '2020-01-01 00:21'$$);
 SELECT id FROM tp.t WHERE id = 21 AND ts = '2020-01-01 00:21';
 RESET constraint_exclusion;
 ALTER TABLE tp.t DROP CONSTRAINT recent;
@@ -216,11 +183,11 @@ SELECT rows_moved FROM archive_cluster_run('tp.d', force => true);
 INSERT INTO tp.d SELECT i, timestamp '2030-01-01' + i * interval '1 minute', i % 10, 'n' || i
 FROM generate_series(1001, 1005) i;
 ANALYZE tp.d, tp.d_archive;
-SELECT tp.plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 1004$$);
-SELECT tp.plan_of($$DELETE FROM tp.d WHERE id = 1004$$);
-SELECT tp.plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 50$$);
-SELECT tp.plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 1004::bigint$$);
-SELECT tp.plan_of($$UPDATE tp.t SET note = 'x' WHERE id = 1004$$);
+SELECT plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 1004$$);
+SELECT plan_of($$DELETE FROM tp.d WHERE id = 1004$$);
+SELECT plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 50$$);
+SELECT plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 1004::bigint$$);
+SELECT plan_of($$UPDATE tp.t SET note = 'x' WHERE id = 1004$$);
 UPDATE tp.d SET note = 'u1004' WHERE id = 1004 RETURNING tableoid::regclass, id, note;
 UPDATE tp.d SET note = 'u50' WHERE id = 50 RETURNING tableoid::regclass, id, note;
 UPDATE tp.d SET note = 'none' WHERE id = 99999;
@@ -229,13 +196,13 @@ DELETE FROM tp.d WHERE id = 1004 RETURNING tableoid::regclass, id;
 ROLLBACK;
 SET plan_cache_mode = force_custom_plan;
 PREPARE upc(int) AS UPDATE tp.d SET note = note || '+' WHERE id = $1;
-SELECT tp.plan_of($$EXECUTE upc(1004)$$);
+SELECT plan_of($$EXECUTE upc(1004)$$);
 SET plan_cache_mode = force_generic_plan;
 PREPARE upg(int) AS UPDATE tp.d SET note = note || '+' WHERE id = $1;
-SELECT tp.plan_of($$EXECUTE upg(1004)$$);
+SELECT plan_of($$EXECUTE upg(1004)$$);
 RESET plan_cache_mode;
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT tp.plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 1004$$);
+SELECT plan_of($$UPDATE tp.d SET note = 'x' WHERE id = 1004$$);
 COMMIT;
 -- a statement prepared with its key, the row archived since: 40001 once
 -- (the session's plans are made again), then the archived row is updated
@@ -246,10 +213,31 @@ SELECT rows_moved FROM archive_cluster_run('tp.d', force => true);
 SELECT try($$EXECUTE up1004$$);
 EXECUTE up1004;
 DEALLOCATE up1004;
+-- the same with a sub-select in its quals (an InitPlan, set up after the
+-- scan's start): checked at the first row, with the sub-select's value
+PREPARE upq AS UPDATE tp.d SET note = note || '?'
+WHERE id = 1005 AND note = (SELECT min(x) FROM (VALUES ('n1005')) v(x))
+RETURNING tableoid::regclass, id, note;
+SELECT plan_of($$EXECUTE upq$$);
+UPDATE tp.d SET ts = timestamp '2020-06-03' WHERE id = 1005;
+SELECT rows_moved FROM archive_cluster_run('tp.d', force => true);
+SELECT try($$EXECUTE upq$$);
+EXECUTE upq;
+DEALLOCATE upq;
+-- a cursor's plan reads both tiers: WHERE CURRENT OF finds its row in either
+SELECT id, tableoid::regclass FROM tp.d WHERE id IN (50, 1003) ORDER BY id;
+BEGIN;
+DECLARE c1 CURSOR FOR SELECT id FROM tp.d WHERE id = 1003;
+FETCH c1;
+UPDATE tp.d SET note = 'cur1003' WHERE CURRENT OF c1 RETURNING tableoid::regclass, id, note;
+DECLARE c2 CURSOR FOR SELECT id FROM tp.d WHERE id = 50;
+FETCH c2;
+UPDATE tp.d SET note = 'cur50' WHERE CURRENT OF c2 RETURNING tableoid::regclass, id, note;
+COMMIT;
 SELECT archive_cluster_unregister('tp.d') AS rows_back;
 
 SELECT archive_cluster_unregister('tp.t') AS rows_back;
-SELECT tp.plan_of($$SELECT id FROM tp.t WHERE id = 5$$);
+SELECT plan_of($$SELECT id FROM tp.t WHERE id = 5$$);
 SELECT count(*) FROM tp.t;
 RESET ROLE;
 DROP SCHEMA tp CASCADE;

@@ -21,45 +21,12 @@ INSERT INTO vp.t (id, ts, cid, note)
 SELECT i, timestamp '2030-01-01' + i * interval '1 minute', i % 10, 'n' || i
 FROM generate_series(1001, 1005) i;
 ANALYZE vp.t_current, vp.t_archive;
-CREATE FUNCTION vp.analyzed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (analyze, costs off, timing off, summary off, buffers off) ' || q LOOP
-		CONTINUE WHEN line ~ 'Index Searches:';
-		RETURN NEXT regexp_replace(line, 'rows=(\d+)\.00 ', 'rows=\1 ', 'g');
-	END LOOP;
-END
-$$;
--- what a plan reads, in words (EXPLAIN's text differs between versions):
--- the first tier with the probe, the key checked at start (a pruned UPDATE
--- or DELETE), or both tiers
-CREATE FUNCTION vp.plan_of(q text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	probe bool := false;
-	checked bool := false;
-	archive bool := false;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (costs off) ' || q LOOP
-		probe := probe OR line ~ 'ArchiveClusterProbe';
-		checked := checked OR line ~ 'Archive Keys:';
-		archive := archive OR line ~ ' on [a-z_]*archive\M';
-	END LOOP;
-	RETURN CASE WHEN archive THEN 'both tiers'
-				WHEN probe AND checked THEN 'first tier alone, its key checked at start'
-				WHEN probe THEN 'first tier, the archive probed on a miss'
-				ELSE 'first tier alone' END;
-END
-$$;
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
 
 -- SELECT: a current row (no probe), an archived one (probed), neither, NULL
-SELECT vp.analyzed($$SELECT * FROM vp.t WHERE id = 1003$$);
-SELECT vp.analyzed($$SELECT * FROM vp.t WHERE id = 7$$);
+SELECT analyzed($$SELECT * FROM vp.t WHERE id = 1003$$);
+SELECT analyzed($$SELECT * FROM vp.t WHERE id = 7$$);
 SELECT * FROM vp.t WHERE id = 7;
 SELECT t FROM vp.t WHERE 1003 = id;
 SELECT count(*) FROM vp.t WHERE id = 99999;
@@ -69,55 +36,68 @@ SELECT id, note FROM vp.t WHERE id = 7::bigint;
 SELECT id, note FROM vp.t WHERE id = (SELECT max(id) FROM vp.t) - 1;
 
 -- UPDATE and DELETE: the trigger gets the row from either tier
-SELECT vp.plan_of($$UPDATE vp.t SET note = 'x' WHERE id = 8$$);
+SELECT plan_of($$UPDATE vp.t SET note = 'x' WHERE id = 8$$);
 UPDATE vp.t SET note = 'u8' WHERE id = 8 RETURNING id, note;
 UPDATE vp.t SET note = 'u1002' WHERE id = 1002 RETURNING id, note;
 UPDATE vp.t SET note = 'none' WHERE id = 99999;
 SELECT id, note FROM vp.t_archive WHERE id = 8;
 SELECT id, note FROM vp.t_current WHERE id = 1002;
-SELECT vp.plan_of($$DELETE FROM vp.t WHERE id = 9$$);
+SELECT plan_of($$DELETE FROM vp.t WHERE id = 9$$);
 DELETE FROM vp.t WHERE id = 9 RETURNING id;
 DELETE FROM vp.t WHERE id = 1001 RETURNING id;
 SELECT count(*) FROM vp.t WHERE id IN (9, 1001);
+-- one statement updating a current row, then an archived one (a prepared
+-- statement: a new command), then the current row again: applied each time;
+-- changed by the statement between its read and its write: 40001
+WITH a AS (UPDATE vp.t SET note = note WHERE id = 1003 RETURNING id),
+	 b AS (UPDATE vp.t SET note = note WHERE id = 10 RETURNING id),
+	 c AS (UPDATE vp.t SET note = note WHERE id = 1003 RETURNING id)
+SELECT (SELECT count(*) FROM a) AS a, (SELECT count(*) FROM b) AS b, (SELECT count(*) FROM c) AS c;
+SELECT try($$WITH a AS (UPDATE vp.t SET note = 'y' WHERE id = 1004 RETURNING id),
+	 b AS (UPDATE vp.t SET note = note WHERE id = 10 RETURNING id),
+	 c AS (UPDATE vp.t SET note = 'z' WHERE id = 1004 RETURNING id)
+SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM b), (SELECT count(*) FROM c)$$);
+SELECT id, note FROM vp.t WHERE id IN (1003, 1004, 10) ORDER BY id;
+
 -- a generic plan
 SET plan_cache_mode = force_generic_plan;
 PREPARE up(int, text) AS UPDATE vp.t SET note = $2 WHERE id = $1;
 EXECUTE up(10, 'g10');
 EXECUTE up(1003, 'g1003');
-SELECT vp.analyzed($$EXECUTE up(11, 'g11')$$);
+SELECT analyzed($$EXECUTE up(11, 'g11')$$);
 PREPARE sel(int) AS SELECT id, note FROM vp.t WHERE id = $1;
 EXECUTE sel(10);
 EXECUTE sel(1003);
 RESET plan_cache_mode;
 
 -- not pruned: both tiers as before
-SELECT vp.plan_of($$SELECT id FROM vp.t WHERE id IN (5, 1003)$$);
-SELECT vp.plan_of($$SELECT id FROM vp.t WHERE cid = 5$$);
-SELECT vp.plan_of($$SELECT id FROM vp.t WHERE id = (random() * 0)::int + 5$$);
-SELECT vp.plan_of($$SELECT t.id FROM vp.t, (VALUES (5)) v(k) WHERE t.id = 5$$);
-SELECT vp.plan_of($$UPDATE vp.t SET note = 'x' WHERE cid = 5$$);
+SELECT plan_of($$SELECT id FROM vp.t WHERE id IN (5, 1003)$$);
+SELECT plan_of($$SELECT id FROM vp.t WHERE cid = 5$$);
+SELECT plan_of($$SELECT id FROM vp.t WHERE id = (random() * 0)::int + 5$$);
+SELECT plan_of($$SELECT t.id FROM vp.t, (VALUES (5)) v(k) WHERE t.id = 5$$);
+SELECT plan_of($$UPDATE vp.t SET note = 'x' WHERE cid = 5$$);
 SET archive_cluster.tier_lookup = off;
-SELECT vp.plan_of($$SELECT id FROM vp.t WHERE id = 5$$);
+SELECT plan_of($$SELECT id FROM vp.t WHERE id = 5$$);
 RESET archive_cluster.tier_lookup;
 
 -- the same two tables in a query of one's own: pruned if paired as the view
 -- pairs them, not otherwise
-SELECT vp.plan_of($$SELECT * FROM (SELECT id, note FROM vp.t_current UNION ALL SELECT id, note FROM vp.t_archive) u WHERE id = 12$$);
+SELECT plan_of($$SELECT * FROM (SELECT id, note FROM vp.t_current UNION ALL SELECT id, note FROM vp.t_archive) u WHERE id = 12$$);
 SELECT * FROM (SELECT id, note FROM vp.t_current UNION ALL SELECT id, note FROM vp.t_archive) u WHERE id = 12;
-SELECT vp.plan_of($$SELECT * FROM (SELECT id, cid FROM vp.t_current UNION ALL SELECT cid, id FROM vp.t_archive) u WHERE id = 2$$);
+SELECT plan_of($$SELECT * FROM (SELECT id, cid FROM vp.t_current UNION ALL SELECT cid, id FROM vp.t_archive) u WHERE id = 2$$);
 SELECT * FROM (SELECT id, cid FROM vp.t_current UNION ALL SELECT cid, id FROM vp.t_archive) u WHERE id = 2 ORDER BY cid;
 
 -- under SERIALIZABLE the archive is probed for every key
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT vp.analyzed($$SELECT id FROM vp.t WHERE id = 1003$$);
+SELECT analyzed($$SELECT id FROM vp.t WHERE id = 1003$$);
 COMMIT;
 
 -- a column renamed in one tier only (a change in progress): both tiers
 ALTER TABLE vp.t_current RENAME COLUMN note TO note2;
-SELECT vp.plan_of($$SELECT * FROM vp.t WHERE id = 13$$);
+SELECT plan_of($$SELECT * FROM vp.t WHERE id = 13$$);
 SELECT * FROM vp.t WHERE id = 13;
 ALTER TABLE vp.t_current RENAME COLUMN note2 TO note;
-SELECT vp.plan_of($$SELECT * FROM vp.t WHERE id = 13$$);
+SELECT plan_of($$SELECT * FROM vp.t WHERE id = 13$$);
 
 -- a dropped column in <t>_current: SELECT pruned, UPDATE and DELETE not
 -- (their row marks read the row's ctid)
@@ -125,9 +105,9 @@ ALTER TABLE vp.t_current ADD COLUMN extra int;
 ALTER TABLE vp.t_archive ADD COLUMN extra int;
 ALTER TABLE vp.t_current DROP COLUMN extra;
 ALTER TABLE vp.t_archive DROP COLUMN extra;
-SELECT vp.plan_of($$SELECT * FROM vp.t WHERE id = 14$$);
+SELECT plan_of($$SELECT * FROM vp.t WHERE id = 14$$);
 SELECT * FROM vp.t WHERE id = 14;
-SELECT vp.plan_of($$UPDATE vp.t SET note = 'x' WHERE id = 14$$);
+SELECT plan_of($$UPDATE vp.t SET note = 'x' WHERE id = 14$$);
 UPDATE vp.t SET note = 'd14' WHERE id = 14 RETURNING id, note;
 
 -- permissions stay those of the plan over both tables: a role without
@@ -153,25 +133,25 @@ ALTER VIEW vp.t RESET (security_invoker);
 REVOKE SELECT ON vp.t, vp.t_current FROM ac_other;
 
 -- a sub-select reading a tier too: both tiers planned, nothing lost
-SELECT vp.plan_of($$SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_current c WHERE c.cid = t.cid)$$);
+SELECT plan_of($$SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_current c WHERE c.cid = t.cid)$$);
 SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_archive c WHERE c.cid = t.cid);
-SELECT vp.plan_of($$SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_archive c WHERE c.cid = t.cid)$$);
+SELECT plan_of($$SELECT id FROM vp.t t WHERE id = 15 AND EXISTS (SELECT 1 FROM vp.t_archive c WHERE c.cid = t.cid)$$);
 
 -- constraint_exclusion = on and a CHECK of <t>_current that the archived row
 -- fails: both tiers planned (the current tier alone would be proven empty)
 ALTER TABLE vp.t_current ADD CONSTRAINT recent CHECK (ts >= '2025-01-01') NOT VALID;
 SET constraint_exclusion = on;
-SELECT vp.plan_of($$SELECT id FROM vp.t WHERE id = 16 AND ts = '2020-01-01 00:16'$$);
+SELECT plan_of($$SELECT id FROM vp.t WHERE id = 16 AND ts = '2020-01-01 00:16'$$);
 SELECT id FROM vp.t WHERE id = 16 AND ts = '2020-01-01 00:16';
 RESET constraint_exclusion;
 ALTER TABLE vp.t_current DROP CONSTRAINT recent;
 
 -- an archive with a child of its own: both tiers planned
 CREATE TABLE vp.arc_child () INHERITS (vp.t_archive);
-SELECT vp.plan_of($$SELECT id FROM vp.t WHERE id = 17$$);
+SELECT plan_of($$SELECT id FROM vp.t WHERE id = 17$$);
 DROP TABLE vp.arc_child;
 -- (pg_class.relhassubclass stays set after the child's drop: still both)
-SELECT vp.plan_of($$SELECT id FROM vp.t WHERE id = 17$$);
+SELECT plan_of($$SELECT id FROM vp.t WHERE id = 17$$);
 
 SELECT archive_cluster_unregister('vp.t') AS rows_back;
 SELECT count(*) FROM vp.t;

@@ -36,6 +36,11 @@
 #include "base/guc.h"
 #include "base/util.h"
 #include "plan/probe.h"
+#include "table/tier_lookup.h"
+
+/* a cursor declared in SQL or PL/pgSQL, which WHERE CURRENT OF may name */
+#define AC_CURSOR_OPTIONS (CURSOR_OPT_FAST_PLAN | CURSOR_OPT_SCROLL | CURSOR_OPT_NO_SCROLL | \
+						   CURSOR_OPT_HOLD | CURSOR_OPT_BINARY)
 
 static planner_hook_type prev_planner = NULL;
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
@@ -128,14 +133,22 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 {
 	AcProbeTarget target;
 	AcProbeTarget *save = ac_probe_target;
+	bool		save_cursor = ac_planning_cursor;
 	PlannedStmt *result;
 
 	ac_probe_target = NULL;
 	target.parse = NULL;
+	/*
+	 * A cursor's plan reads both tiers in table mode, each with its own scan:
+	 * WHERE CURRENT OF finds its row in the scan of <t> or of the archive (a
+	 * view's cursor has none).
+	 */
+	ac_planning_cursor = (cursorOptions & AC_CURSOR_OPTIONS) != 0;
 	PG_TRY();
 	{
 		if (archive_cluster_tier_lookup &&
-			(ac_probe_table_target(parse, &target) || ac_probe_view_target(parse, &target)))
+			((!ac_planning_cursor && ac_probe_table_target(parse, &target)) ||
+			 ac_probe_view_target(parse, &target)))
 		{
 			target.parse = parse;
 			target.seen = false;
@@ -149,6 +162,7 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 	PG_FINALLY();
 	{
 		ac_probe_target = save;
+		ac_planning_cursor = save_cursor;
 	}
 	PG_END_TRY();
 

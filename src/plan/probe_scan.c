@@ -77,6 +77,7 @@ typedef struct AcProbeState
 	int			phase;			/* 0: the first tier, 1: the archive, 2: done */
 	bool		found;
 	bool		prepared;	/* ac_probe_prepare() done */
+	bool		checked;		/* no start check due, or done */
 	int64		probes;
 } AcProbeState;
 
@@ -120,7 +121,8 @@ ac_probe_create_state(CustomScan *cscan)
 /*
  * Ready the probe at its first use: the archive's counterpart index (if still
  * a usable unique index of the archive: a DROP or REINDEX CONCURRENTLY may be
- * under way; else the probe reads the heap), the slots for archived rows, the
+ * under way, or a new index may not hold rows that older snapshots see, as
+ * the planner checks; else the probe reads the heap), the slots for archived rows, the
  * conversion to the first tier's row type and the quals built for slots of
  * any kind.  A statement whose key is in the first tier never needs them.
  */
@@ -144,7 +146,10 @@ ac_probe_prepare(AcProbeState *s)
 		usable = s->aindex->rd_rel->relkind == RELKIND_INDEX && ix != NULL &&
 			ix->indrelid == s->archiveid && ix->indisunique && ix->indisvalid &&
 			ix->indisready && ix->indislive &&
-			IndexRelationGetNumberOfKeyAttributes(s->aindex) == s->nkeys;
+			IndexRelationGetNumberOfKeyAttributes(s->aindex) == s->nkeys &&
+			(!ix->indcheckxmin ||
+			 TransactionIdPrecedes(HeapTupleHeaderGetXmin(s->aindex->rd_indextuple->t_data),
+								   TransactionXmin));
 		for (i = 0; usable && i < s->nkeys; i++)
 			usable = op_in_opfamily(s->opnos[i], s->aindex->rd_opfamily[i]);
 		if (!usable)
@@ -165,8 +170,8 @@ ac_probe_prepare(AcProbeState *s)
 
 /*
  * Table mode's UPDATE or DELETE planned over ONLY <t> because its key was
- * beyond every key of the archive (plan/probe_table.c): checked again now,
- * after the statement's snapshot was taken.  Every writer of an archive key
+ * beyond every key of the archive (plan/probe_table.c): checked again before
+ * its first row, with the statement's snapshot.  Every writer of an archive key
  * moves the range's counter after the key's index entry is in and before
  * it commits (key_range.c), so if a row with the key is visible to the
  * snapshot, the counter moved before this check, which then reads the
@@ -263,15 +268,12 @@ ac_probe_begin(CustomScanState *node, EState *estate, int eflags)
 	s->archive = try_table_open(s->archiveid, AccessShareLock);
 
 	/*
-	 * An UPDATE or DELETE planned without the archive: is it still so?  (Not
-	 * in an EvalPlanQual recheck, which reads again the row of <t> that the
-	 * statement locked, as on a plain table.)
+	 * An UPDATE or DELETE planned without the archive is checked at its first
+	 * row (ac_probe_exec), once the InitPlans its quals may use are set up;
+	 * not in an EvalPlanQual recheck, which reads again the row of <t> that
+	 * the statement locked, as on a plain table.
 	 */
-	if (OidIsValid(s->checkid))
-	{
-		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && estate->es_epq_active == NULL)
-			ac_probe_check_beyond(s);
-	}
+	s->checked = !OidIsValid(s->checkid) || estate->es_epq_active != NULL;
 }
 
 /* Start the probe: the archive's rows with the key (all if no index). */
@@ -408,6 +410,11 @@ ac_probe_exec(CustomScanState *node)
 	AcProbeState *s = (AcProbeState *) node;
 	TupleTableSlot *row;
 
+	if (!s->checked)
+	{
+		s->checked = true;
+		ac_probe_check_beyond(s);
+	}
 	if (s->phase == 0)
 	{
 		row = ExecProcNode(s->first);

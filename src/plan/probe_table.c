@@ -77,7 +77,7 @@ ac_probe_tiers_ok(Relation rel, AcUniqueEntry *e)
 					if (!OidIsValid(e->probe_arc_guard) || lfirst_oid(lc) < e->probe_arc_guard)
 						e->probe_arc_guard = lfirst_oid(lc);
 			}
-			table_close(archive, AccessShareLock);
+			table_close(archive, NoLock);
 		}
 		e->probe_tiers = ok;
 	}

@@ -121,7 +121,7 @@ ac_view_key_index(Relation rel, const AttrNumber *atts, int nkeys, Oid *opfamili
 					opcintypes[i] = idx->rd_opcintype[i];
 			}
 		}
-		index_close(idx, AccessShareLock);
+		index_close(idx, NoLock);
 		if (OidIsValid(result))
 			break;
 	}
@@ -218,7 +218,7 @@ ac_view_probe_fill(AcViewProbe *e, Relation cur)
 		e->registered = OidIsValid(e->archive_index) &&
 			memcmp(arcfamilies, e->opfamilies, sizeof(Oid) * e->nkeys) == 0;
 	}
-	table_close(arc, AccessShareLock);
+	table_close(arc, NoLock);
 	if (e->registered)
 	{
 		e->curnatts = desc->natts;

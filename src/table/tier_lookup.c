@@ -233,9 +233,16 @@ ac_lookup_path(Path *first, Path *second)
 }
 
 /*
+ * Is the planner planning a cursor declared in SQL or PL/pgSQL (set by
+ * plan/planner.c)?  Its plan keeps both tiers' scans as they are: WHERE
+ * CURRENT OF finds the cursor's row in the scan of <t> or of the archive.
+ */
+bool		ac_planning_cursor = false;
+
+/*
  * set_rel_pathlist_hook: each plain Append of a table-mode table's two
  * tiers whose first child looks one key up (both children index scans) gets
- * the custom path as its only child.
+ * the custom path as its only child; not in a cursor's plan.
  */
 static void
 ac_lookup_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
@@ -244,8 +251,8 @@ ac_lookup_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEn
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
-	if (!archive_cluster_tier_lookup || rte->rtekind != RTE_RELATION || !rte->inh ||
-		rel->reloptkind != RELOPT_BASEREL)
+	if (!archive_cluster_tier_lookup || ac_planning_cursor || rte->rtekind != RTE_RELATION ||
+		!rte->inh || rel->reloptkind != RELOPT_BASEREL)
 		return;
 	foreach(lc, rel->pathlist)
 	{

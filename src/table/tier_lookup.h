@@ -9,6 +9,8 @@
 #ifndef ARCHIVE_CLUSTER_TIER_LOOKUP_H
 #define ARCHIVE_CLUSTER_TIER_LOOKUP_H
 
+extern bool ac_planning_cursor;
+
 extern void ac_tier_lookup_install(void);
 
 #endif							/* ARCHIVE_CLUSTER_TIER_LOOKUP_H */

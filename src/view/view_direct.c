@@ -124,6 +124,7 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 	LockTupleMode lockmode;
 	AcUpdateIndexes update_indexes;
 	TM_Result	res = TM_Invisible;
+	bool		pushed = false;
 	bool		same;
 	int			i;
 
@@ -144,11 +145,21 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 
 	/*
 	 * The row as the statement read it, with the statement's snapshot: a
-	 * version committed since, or changed by this statement, makes the
-	 * update below fail (TM_Updated, TM_SelfModified), and the prepared
-	 * statements decide with a new snapshot, as they would have.
+	 * version committed since, or changed by this command, makes the update
+	 * below fail (TM_Updated, TM_SelfModified), and the prepared statements
+	 * decide with a new snapshot, as they would have.  Once a prepared
+	 * statement of this statement has run (a new command), the snapshot
+	 * sees this statement's earlier writes, as theirs would: else a row it
+	 * wrote over would look invisible to the update.
 	 */
 	snapshot = GetActiveSnapshot();
+	if (snapshot->curcid != GetCurrentCommandId(false))
+	{
+		PushCopiedSnapshot(snapshot);
+		UpdateActiveSnapshotCommandId();
+		snapshot = GetActiveSnapshot();
+		pushed = true;
+	}
 
 	oldslot = table_slot_create(rel, NULL);
 	scan = ac_index_beginscan(rel, idx, snapshot, e->nkeys, 0);
@@ -215,6 +226,8 @@ ac_direct_update(AcTriggerEntry *e, Datum *oldv, bool *oldn, Datum *newv, bool *
 	}
 
 	ExecDropSingleTupleTableSlot(oldslot);
+	if (pushed)
+		PopActiveSnapshot();
 	index_close(idx, NoLock);
 	table_close(rel, NoLock);
 	return res == TM_Ok;

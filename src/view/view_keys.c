@@ -94,6 +94,8 @@ ac_check_key_unique(Relation view, AcTriggerEntry *e, int other_tier,
 			keyv[i] = rowv[e->keycols[i]];
 			keyn[i] = rown[e->keycols[i]] ? 'n' : ' ';
 		}
+		/* this statement's own writes to the other tier too */
+		CommandCounterIncrement();
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		rc = SPI_execute_snapshot(e->tiers[other_tier].exists, keyv, keyn,
