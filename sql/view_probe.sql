@@ -69,6 +69,16 @@ PREPARE sel(int) AS SELECT id, note FROM vp.t WHERE id = $1;
 EXECUTE sel(10);
 EXECUTE sel(1003);
 RESET plan_cache_mode;
+-- a cursor's plan reads both tiers: WHERE CURRENT OF finds its row in either
+BEGIN;
+DECLARE c1 CURSOR FOR SELECT * FROM vp.t WHERE id = 1005;
+FETCH c1;
+UPDATE vp.t SET note = 'cur1005' WHERE CURRENT OF c1 RETURNING id, note;
+DECLARE c2 CURSOR FOR SELECT * FROM vp.t WHERE id = 12;
+FETCH c2;
+UPDATE vp.t SET note = 'cur12' WHERE CURRENT OF c2 RETURNING id, note;
+SELECT id, note FROM vp.t_current WHERE id = 1005 UNION ALL SELECT id, note FROM vp.t_archive WHERE id = 12;
+ROLLBACK;
 
 -- not pruned: both tiers as before
 SELECT plan_of($$SELECT id FROM vp.t WHERE id IN (5, 1003)$$);

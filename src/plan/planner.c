@@ -139,16 +139,14 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 	ac_probe_target = NULL;
 	target.parse = NULL;
 	/*
-	 * A cursor's plan reads both tiers in table mode, each with its own scan:
-	 * WHERE CURRENT OF finds its row in the scan of <t> or of the archive (a
-	 * view's cursor has none).
+	 * A cursor's plan reads both tiers, each with its own scan: WHERE CURRENT
+	 * OF finds its row in the scan of the first tier or of the archive.
 	 */
 	ac_planning_cursor = (cursorOptions & AC_CURSOR_OPTIONS) != 0;
 	PG_TRY();
 	{
-		if (archive_cluster_tier_lookup &&
-			((!ac_planning_cursor && ac_probe_table_target(parse, &target)) ||
-			 ac_probe_view_target(parse, &target)))
+		if (archive_cluster_tier_lookup && !ac_planning_cursor &&
+			(ac_probe_table_target(parse, &target) || ac_probe_view_target(parse, &target)))
 		{
 			target.parse = parse;
 			target.seen = false;
