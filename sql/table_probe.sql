@@ -234,6 +234,20 @@ DECLARE c2 CURSOR FOR SELECT id FROM tp.d WHERE id = 50;
 FETCH c2;
 UPDATE tp.d SET note = 'cur50' WHERE CURRENT OF c2 RETURNING tableoid::regclass, id, note;
 COMMIT;
+SELECT plan_of($$DECLARE c CURSOR FOR SELECT id FROM tp.d WHERE id = 1003$$);
+-- a PL/pgSQL cursor too
+DO $$
+DECLARE
+	c CURSOR FOR SELECT id FROM tp.d WHERE id = 1002;
+	r record;
+BEGIN
+	OPEN c;
+	FETCH c INTO r;
+	UPDATE tp.d SET note = 'plpgsql' WHERE CURRENT OF c;
+	CLOSE c;
+END
+$$;
+SELECT tableoid::regclass, id, note FROM tp.d WHERE id = 1002;
 SELECT archive_cluster_unregister('tp.d') AS rows_back;
 
 SELECT archive_cluster_unregister('tp.t') AS rows_back;

@@ -79,6 +79,7 @@ FETCH c2;
 UPDATE vp.t SET note = 'cur12' WHERE CURRENT OF c2 RETURNING id, note;
 SELECT id, note FROM vp.t_current WHERE id = 1005 UNION ALL SELECT id, note FROM vp.t_archive WHERE id = 12;
 ROLLBACK;
+SELECT plan_of($$DECLARE c CURSOR FOR SELECT * FROM vp.t WHERE id = 1005$$);
 
 -- not pruned: both tiers as before
 SELECT plan_of($$SELECT id FROM vp.t WHERE id IN (5, 1003)$$);

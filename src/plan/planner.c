@@ -19,8 +19,10 @@
  *		plans it over the first tier alone (inheritance off, or the view's
  *		current branch only); set_rel_pathlist_hook then wraps each path of
  *		that tier in the custom scan of probe_scan.c, which probes the
- *		archive's index on a miss.  Nothing changes with
- *		archive_cluster.tier_lookup off.
+ *		archive's index on a miss.  A cursor declared in SQL or PL/pgSQL is
+ *		planned over both tiers, each with its own scan (also without
+ *		tier_lookup.c's custom scan), so that WHERE CURRENT OF finds its
+ *		row.  Nothing changes with archive_cluster.tier_lookup off.
  *
  *-------------------------------------------------------------------------
  */
@@ -133,7 +135,8 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 {
 	AcProbeTarget target;
 	AcProbeTarget *save = ac_probe_target;
-	bool		save_cursor = ac_planning_cursor;
+	bool		save_allowed = ac_lookup_allowed;
+	bool		cursor = (cursorOptions & AC_CURSOR_OPTIONS) != 0;
 	PlannedStmt *result;
 
 	ac_probe_target = NULL;
@@ -142,10 +145,10 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 	 * A cursor's plan reads both tiers, each with its own scan: WHERE CURRENT
 	 * OF finds its row in the scan of the first tier or of the archive.
 	 */
-	ac_planning_cursor = (cursorOptions & AC_CURSOR_OPTIONS) != 0;
+	ac_lookup_allowed = !cursor;
 	PG_TRY();
 	{
-		if (archive_cluster_tier_lookup && !ac_planning_cursor &&
+		if (archive_cluster_tier_lookup && !cursor &&
 			(ac_probe_table_target(parse, &target) || ac_probe_view_target(parse, &target)))
 		{
 			target.parse = parse;
@@ -160,7 +163,7 @@ ac_probe_planner(AC_PLANNER_PARAMS)
 	PG_FINALLY();
 	{
 		ac_probe_target = save;
-		ac_planning_cursor = save_cursor;
+		ac_lookup_allowed = save_allowed;
 	}
 	PG_END_TRY();
 

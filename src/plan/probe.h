@@ -29,7 +29,7 @@ typedef struct AcProbeTarget
 	Oid			opcintypes[INDEX_MAX_KEYS];
 	Oid			check_index;	/* table mode's UPDATE/DELETE: <t>'s unique index
 								 * whose key is beyond the archive's (checked
-								 * again at executor start); else InvalidOid */
+								 * again before the first row); else InvalidOid */
 	List	   *check_values;	/* then: the key's Consts, in index order */
 	bool		seen;			/* the first tier's paths were wrapped */
 } AcProbeTarget;

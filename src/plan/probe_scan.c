@@ -58,6 +58,7 @@
 typedef struct AcProbeState
 {
 	CustomScanState css;
+	Relation	rel;			/* the first tier */
 	PlanState  *first;			/* the scan of the first tier */
 	List	   *keys;			/* ExprStates of the key values */
 	Oid			archiveid;
@@ -131,7 +132,7 @@ ac_probe_prepare(AcProbeState *s)
 {
 	EState	   *estate = s->css.ss.ps.state;
 	CustomScan *cscan = (CustomScan *) s->css.ss.ps.plan;
-	Relation	rel = s->css.ss.ss_currentRelation;
+	Relation	rel = s->rel;
 	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
 	int			i;
 
@@ -149,7 +150,7 @@ ac_probe_prepare(AcProbeState *s)
 			IndexRelationGetNumberOfKeyAttributes(s->aindex) == s->nkeys &&
 			(!ix->indcheckxmin ||
 			 TransactionIdPrecedes(HeapTupleHeaderGetXmin(s->aindex->rd_indextuple->t_data),
-								   TransactionXmin));
+								   estate->es_snapshot->xmin));
 		for (i = 0; usable && i < s->nkeys; i++)
 			usable = op_in_opfamily(s->opnos[i], s->aindex->rd_opfamily[i]);
 		if (!usable)
@@ -187,7 +188,7 @@ ac_probe_prepare(AcProbeState *s)
 static void
 ac_probe_check_beyond(AcProbeState *s)
 {
-	Relation	rel = s->css.ss.ss_currentRelation;
+	Relation	rel = s->rel;
 	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	AcUniqueEntry *e;
 	Datum		values[INDEX_MAX_KEYS];
@@ -240,6 +241,15 @@ ac_probe_begin(CustomScanState *node, EState *estate, int eflags)
 	 * built for a virtual scan slot, are built again for slots of any kind.
 	 * The rows returned are these slots when no projection is needed.
 	 */
+	/*
+	 * The node's scan slot never holds the row it returns: WHERE CURRENT OF
+	 * a portal of this plan (one not planned as a cursor, which keeps both
+	 * tiers: a protocol-level portal, say) must not find this node as the
+	 * scan of the first tier and update nothing; without a relation it
+	 * fails ("not a simply updatable scan").
+	 */
+	s->rel = node->ss.ss_currentRelation;
+	node->ss.ss_currentRelation = NULL;
 	node->ss.ps.scanopsfixed = false;
 	node->ss.ps.scanopsset = true;
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, cscan->scan.scanrelid);
@@ -422,7 +432,7 @@ ac_probe_exec(CustomScanState *node)
 		{
 			/* a row projected by the first plan (a dropped column) */
 			if (!OidIsValid(row->tts_tableOid))
-				row->tts_tableOid = RelationGetRelid(node->ss.ss_currentRelation);
+				row->tts_tableOid = RelationGetRelid(s->rel);
 			s->found = true;
 			ResetExprContext(node->ss.ps.ps_ExprContext);
 			return ac_probe_project(s, row);

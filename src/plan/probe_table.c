@@ -10,9 +10,11 @@
  *		tiers) with equalities free of <t>'s columns, and the archive is
  *		<t>'s only inheritance child.  The query's <t> then loses its
  *		inheritance (rte->inh), and the scan of ONLY <t> gets the probe.
- *		UPDATE, DELETE and row locks keep both tiers: there the archive must
- *		be a result relation or a row-mark target (tier_lookup.c spares its
- *		scan when the row is in ONLY <t>).
+ *		Row locks keep both tiers (the archive must be a row-mark target;
+ *		tier_lookup.c spares its scan when the row is in ONLY <t>), and so
+ *		do UPDATE and DELETE (the archive must be a result relation) but by
+ *		a constant key beyond every key of the archive: those are planned
+ *		over ONLY <t>, the key checked again before the first row.
  *
  *-------------------------------------------------------------------------
  */
@@ -119,7 +121,8 @@ ac_probe_key_value(Node *clause, AcUniquePair *pair, int col)
 /*
  * An UPDATE or DELETE of <t> whose key (pair) is beyond every key of the
  * archive, as the archive's cached largest key says now (key_range.c)?  If
- * so, target's check_values get the key, checked again at executor start.
+ * so, target's check_values get the key, checked again before the
+ * statement's first row (probe_scan.c).
  * Not under SERIALIZABLE (no predicate lock on the archive), for a key whose
  * archive index came after the archive's guard (the guard's notice of a
  * replicated row precedes its entries), nor for a table whose rows a scan

@@ -233,11 +233,13 @@ ac_lookup_path(Path *first, Path *second)
 }
 
 /*
- * Is the planner planning a cursor declared in SQL or PL/pgSQL (set by
- * plan/planner.c)?  Its plan keeps both tiers' scans as they are: WHERE
- * CURRENT OF finds the cursor's row in the scan of <t> or of the archive.
+ * May the planner use the look-up now?  Set by plan/planner.c's planner_hook
+ * for each query it plans, but a cursor declared in SQL or PL/pgSQL: its
+ * plan keeps both tiers' scans as they are, so that WHERE CURRENT OF finds
+ * the cursor's row in the scan of <t> or of the archive.  False where that
+ * hook did not run (another extension's planner_hook not calling it).
  */
-bool		ac_planning_cursor = false;
+bool		ac_lookup_allowed = false;
 
 /*
  * set_rel_pathlist_hook: each plain Append of a table-mode table's two
@@ -251,7 +253,7 @@ ac_lookup_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEn
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
-	if (!archive_cluster_tier_lookup || ac_planning_cursor || rte->rtekind != RTE_RELATION ||
+	if (!archive_cluster_tier_lookup || !ac_lookup_allowed || rte->rtekind != RTE_RELATION ||
 		!rte->inh || rel->reloptkind != RELOPT_BASEREL)
 		return;
 	foreach(lc, rel->pathlist)

@@ -9,7 +9,7 @@
 #ifndef ARCHIVE_CLUSTER_TIER_LOOKUP_H
 #define ARCHIVE_CLUSTER_TIER_LOOKUP_H
 
-extern bool ac_planning_cursor;
+extern bool ac_lookup_allowed;
 
 extern void ac_tier_lookup_install(void);
 
