@@ -1,7 +1,7 @@
 -- Table mode: a SELECT of the table alone by one key of a unique index is
 -- planned as on the plain table (the table's own rows), and its custom scan
 -- ArchiveClusterProbe looks the key up in the archive only when they have no
--- row (tier_probe.c).
+-- row (src/plan/probe_table.c, probe_scan.c).
 CREATE SCHEMA tp;
 GRANT USAGE, CREATE ON SCHEMA tp TO ac_owner;
 SET ROLE ac_owner;
