@@ -16,6 +16,7 @@ OBJS = \
 	src/archive/loose.o \
 	src/archive/mover.o \
 	src/archive/pace.o \
+	src/archive/replica_wait.o \
 	src/archive/run.o \
 	src/archive/table_job.o \
 	src/archive/threshold.o \

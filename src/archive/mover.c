@@ -83,6 +83,7 @@
 #include "table/key_range.h"
 #include "archive/loose.h"
 #include "archive/mover.h"
+#include "archive/replica_wait.h"
 #include "archive/pace.h"
 #include "table/table_mode.h"
 #include "archive/threshold.h"
@@ -441,6 +442,12 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		}
 		if (ntids > 0 && (ntids >= threshold || force))
 		{
+			/* its WAL waits for the standbys that lag too far behind */
+			if (!ac_wait_for_replicas())
+			{
+				res->more_left = true;
+				break;
+			}
 			res->moved += ac_move_batch(&m, tids, ntids, snapshot);
 			res->batches++;
 		}

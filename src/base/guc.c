@@ -55,6 +55,12 @@ int			archive_cluster_run_flush_after = 32;
 /* archive_cluster.run_max_wal_rate: MB/s of WAL of a run among other writers */
 int			archive_cluster_run_max_wal_rate = 20;
 
+/* archive_cluster.max_replica_lag: MB of WAL a streaming peer may lag before a batch; -1 off */
+int			archive_cluster_max_replica_lag = 256;
+
+/* archive_cluster.max_replica_wait: seconds a batch waits for such a peer at most */
+int			archive_cluster_max_replica_wait = 300;
+
 /* archive_cluster.compaction: the background worker compacts archives */
 bool		archive_cluster_compaction = true;
 
@@ -264,6 +270,25 @@ ac_define_gucs(void)
 							&archive_cluster_run_max_wal_rate,
 							20, 0, 10000,
 							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.max_replica_lag",
+							"WAL a standby or a subscriber may have left to apply before a run "
+							"writes its next batch.",
+							"The run waits while a streaming peer lags more, at most "
+							"archive_cluster.max_replica_wait.  -1: no wait.",
+							&archive_cluster_max_replica_lag,
+							256, -1, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.max_replica_wait",
+							"Seconds a run waits at most for a lagging standby or subscriber "
+							"before a batch.",
+							"After it, the run stops; the worker goes on at its next turn.",
+							&archive_cluster_max_replica_wait,
+							300, 0, 86400,
+							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("archive_cluster.compaction",

@@ -24,6 +24,8 @@ extern int	archive_cluster_max_batch_rows;
 extern int	archive_cluster_max_runtime;
 extern int	archive_cluster_run_flush_after;
 extern int	archive_cluster_run_max_wal_rate;
+extern int	archive_cluster_max_replica_lag;
+extern int	archive_cluster_max_replica_wait;
 extern char *archive_cluster_debug_pause;
 extern int	archive_cluster_lock_timeout;
 extern bool archive_cluster_compaction;

@@ -64,6 +64,7 @@
 
 #include "archive_cluster.h"
 #include "archive/compact.h"
+#include "archive/replica_wait.h"
 #include "base/guc.h"
 #include "worker/index_rebuild.h"
 #include "worker/worker_job.h"
@@ -318,6 +319,12 @@ ac_worker_table(Oid relation, bool *looked)
 		TimestampTz started = GetCurrentTimestamp();
 
 		CHECK_FOR_INTERRUPTS();
+		/* a batch's WAL waits for the standbys that lag too far behind */
+		if (!first && !ac_wait_for_replicas())
+		{
+			more = true;
+			break;
+		}
 		res.batches = 0;
 		res.more = false;
 		ac_job_begin(AC_JOB_RUN);
