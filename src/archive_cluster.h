@@ -79,7 +79,8 @@ typedef struct AcRunLog
 	int64		rows_refused;	/* left in <t>_current: the archive refused them */
 	int64		rows_busy;		/* left in <t>_current: changed or locked meanwhile */
 	const char *left_behind;	/* the first of each, NULL: none */
-	const char *detail;			/* 'alter': what changed; NULL: none */
+	const char *detail;			/* 'alter': what changed; a run stopped by a
+								 * lagging replica: that; NULL: none */
 } AcRunLog;
 
 

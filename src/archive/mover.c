@@ -258,7 +258,7 @@ ac_move_batch(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
  */
 static void
 ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
-			 bool careful, AcMoveResult *res)
+			 bool careful, bool wait_replicas, AcMoveResult *res)
 {
 	AcMover		m;
 	Snapshot	snapshot;
@@ -443,8 +443,9 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		if (ntids > 0 && (ntids >= threshold || force))
 		{
 			/* its WAL waits for the standbys that lag too far behind */
-			if (!ac_wait_for_replicas())
+			if (wait_replicas && !ac_wait_for_replicas(viewname))
 			{
+				res->lagged = true;
 				res->more_left = true;
 				break;
 			}
@@ -494,7 +495,7 @@ ac_keep(const char *s)
  */
 void
 ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
-		bool careful, AcMoveResult *res)
+		bool careful, bool wait_replicas, AcMoveResult *res)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -512,7 +513,7 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		MemoryContextSwitchTo(movecxt);
 		PG_TRY();
 		{
-			ac_move_once(cfg, threshold, force, max_batches, attempt > 0, res);
+			ac_move_once(cfg, threshold, force, max_batches, attempt > 0, wait_replicas, res);
 			ReleaseCurrentSubTransaction();
 			CurrentResourceOwner = owner;
 			done = true;

@@ -17,6 +17,7 @@ typedef struct AcMoveResult
 	int64		bytes;			/* of the rows written into the archive */
 	int			batches;
 	bool		more_left;		/* stopped at max_batches with rows unseen */
+	bool		lagged;			/* stopped: a replica lagged too long */
 	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */
 	bool		careful;		/* rows were checked one by one first */
 	/* rows the archive refused (a constraint), left in <t>_current */
@@ -29,6 +30,6 @@ typedef struct AcMoveResult
 } AcMoveResult;
 
 extern void ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
-					bool careful, AcMoveResult *res);
+					bool careful, bool wait_replicas, AcMoveResult *res);
 
 #endif							/* ARCHIVE_CLUSTER_MOVER_H */

@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "storage/proc.h"
 #include "miscadmin.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
@@ -34,14 +35,15 @@
 #include "base/guc.h"
 
 /*
- * The largest WAL lag, in bytes, of a streaming WAL sender's peer: our
- * insert position less what it has applied; -1 if none streams.  *pid: its
- * WAL sender's.
+ * The largest WAL lag, in bytes, of a streaming WAL sender's peer: the WAL
+ * flushed here (what can be sent) less what it has applied; -1 if none
+ * streams or reports what it applied (pg_receivewal, a base backup).  *pid:
+ * its WAL sender's.  Cascaded standbys are not seen from here.
  */
 int64
 ac_replica_lag(int *pid)
 {
-	XLogRecPtr	insert = GetXLogInsertRecPtr();
+	XLogRecPtr	insert = GetFlushRecPtr(NULL);
 	int64		lag = -1;
 	int			i;
 
@@ -72,15 +74,23 @@ ac_replica_lag(int *pid)
 	return lag;
 }
 
+/* the time waited in the current transaction, against its budget */
+static LocalTransactionId ac_waited_lxid = InvalidLocalTransactionId;
+static int64 ac_waited_us = 0;
+
 /*
- * Before a batch: wait while a peer's lag exceeds the bound.  False when it
- * still does after archive_cluster.max_replica_wait (the caller stops).
+ * Before a batch of table relname: wait while a peer's lag exceeds the
+ * bound.  False when it still does once archive_cluster.max_replica_wait
+ * is spent, counted over the whole transaction (a call running several
+ * tables, or batches, waits that long at most); the caller stops.
  */
 bool
-ac_wait_for_replicas(void)
+ac_wait_for_replicas(const char *relname)
 {
 	static uint32 wait_event = 0;
-	TimestampTz deadline = 0;
+	LocalTransactionId lxid = ac_local_xid();
+	TimestampTz started;
+	int64		budget_us;
 	int64		bound;
 	int64		lag;
 	int			pid;
@@ -91,22 +101,31 @@ ac_wait_for_replicas(void)
 	lag = ac_replica_lag(&pid);
 	if (lag <= bound)
 		return true;
+	if (lxid == InvalidLocalTransactionId || lxid != ac_waited_lxid)
+	{
+		ac_waited_lxid = lxid;
+		ac_waited_us = 0;
+	}
 	if (wait_event == 0)
 		wait_event = ac_wait_event("ArchiveClusterReplicaLag");
-	ereport(DEBUG1,
-			(errmsg_internal("archive_cluster: waiting for the peer of WAL sender %d, %lld bytes behind",
-							 pid, (long long) lag)));
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   archive_cluster_max_replica_wait * 1000L);
+	budget_us = (int64) archive_cluster_max_replica_wait * 1000000 - ac_waited_us;
+	started = GetCurrentTimestamp();
 	while (lag > bound)
 	{
-		if (GetCurrentTimestamp() >= deadline)
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (now - started >= budget_us)
 		{
-			ereport(LOG,
-					(errmsg("archive_cluster: archiving stopped while a replica lags %lld MB behind",
-							(long long) (lag / (1024 * 1024))),
-					 errdetail("The peer of WAL sender %d has not applied the WAL within archive_cluster.max_replica_wait (%d s) of archive_cluster.max_replica_lag (%d MB).",
-							   pid, archive_cluster_max_replica_wait, archive_cluster_max_replica_lag)));
+			ac_waited_us += now - started;
+			ereport(ac_is_background_worker() ? LOG : NOTICE,
+					(relname ?
+					 errmsg("archiving of \"%s\" stopped while a standby or subscriber lags %lld kB behind",
+							relname, (long long) (lag / 1024)) :
+					 errmsg("archiving stopped while a standby or subscriber lags %lld kB behind",
+							(long long) (lag / 1024)),
+					 errdetail("The peer of WAL sender %d did not apply the WAL down to archive_cluster.max_replica_lag (%d MB) within archive_cluster.max_replica_wait (%d s).",
+							   pid, archive_cluster_max_replica_lag, archive_cluster_max_replica_wait),
+					 errhint("The rows left are archived by a later run.")));
 			return false;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100, wait_event);
@@ -114,5 +133,6 @@ ac_wait_for_replicas(void)
 		CHECK_FOR_INTERRUPTS();
 		lag = ac_replica_lag(&pid);
 	}
+	ac_waited_us += GetCurrentTimestamp() - started;
 	return true;
 }

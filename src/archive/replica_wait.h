@@ -10,6 +10,6 @@
 #define ARCHIVE_CLUSTER_REPLICA_WAIT_H
 
 extern int64 ac_replica_lag(int *pid);
-extern bool ac_wait_for_replicas(void);
+extern bool ac_wait_for_replicas(const char *relname);
 
 #endif							/* ARCHIVE_CLUSTER_REPLICA_WAIT_H */

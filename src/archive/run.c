@@ -130,7 +130,7 @@ ac_report_left(AcTableConfig *cfg, const char *relname, AcMoveResult *mv)
  * caller.
  */
 void
-ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
+ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas,
 			 const char *started_by, AcRunResult *res)
 {
 	AcThreshold th;
@@ -155,7 +155,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	owner = GetUserId();
 
 	ac_flush_as_written();
-	ac_move(cfg, th.rows, force, max_batches, careful, &mv);
+	ac_move(cfg, th.rows, force, max_batches, careful, wait_replicas, &mv);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
 	res->rows = mv.moved;
@@ -163,11 +163,12 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 	res->more = mv.more_left;
 	res->paced_us = mv.paced_us;
 	res->bytes = mv.bytes;
-	res->status = res->batches > 0 ? "archived" : "not due";
+	res->status = res->batches > 0 ? "archived" :
+		mv.lagged ? AC_STATUS_LAGGED : "not due";
 	ac_report_left(cfg, relname, &mv);
 
 	/* a careful run that found nothing to refuse is recorded: the next is not careful */
-	if (res->batches > 0 || mv.refused > 0 || mv.careful)
+	if (res->batches > 0 || mv.refused > 0 || mv.careful || mv.lagged)
 	{
 		AcRunLog	log;
 
@@ -175,6 +176,8 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
 		log.rows_refused = mv.refused;
 		log.rows_busy = mv.busy;
 		log.left_behind = ac_left_behind(&mv);
+		if (mv.lagged)
+			log.detail = AC_STATUS_LAGGED;
 		ac_log_run(&log);
 	}
 	ac_pause_point("before_commit", 3);
@@ -193,7 +196,7 @@ ac_run_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
 {
 	AcRunArgs  *a = (AcRunArgs *) arg;
 
-	ac_run_table(cfg, a->force, a->max_batches, ac_caller(), res);
+	ac_run_table(cfg, a->force, a->max_batches, true, ac_caller(), res);
 }
 
 /*

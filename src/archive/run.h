@@ -10,7 +10,10 @@
 
 #include "archive_cluster.h"
 
-extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches,
+/* the status of a run that a lagging standby or subscriber stopped */
+#define AC_STATUS_LAGGED "stopped: replica lag"
+
+extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas,
 						 const char *started_by, AcRunResult *res);
 
 #endif							/* ARCHIVE_CLUSTER_RUN_H */

@@ -305,6 +305,7 @@ ac_worker_table(Oid relation, bool *looked)
 	volatile Oid current = InvalidOid;	/* set once a batch moved rows */
 	volatile bool first = true;
 	bool		more = false;
+	char	   *volatile tabname = NULL;	/* once a batch looked */
 
 	*looked = false;
 	if (archive_cluster_max_runtime > 0)
@@ -319,14 +320,19 @@ ac_worker_table(Oid relation, bool *looked)
 		TimestampTz started = GetCurrentTimestamp();
 
 		CHECK_FOR_INTERRUPTS();
-		/* a batch's WAL waits for the standbys that lag too far behind */
-		if (!first && !ac_wait_for_replicas())
+		/*
+		 * A batch's WAL waits for the standbys that lag too far behind:
+		 * after the first batch (whose run waits once the table is found
+		 * due), here, between the batches' transactions, holding nothing.
+		 */
+		if (!first && !ac_wait_for_replicas(tabname))
 		{
 			more = true;
 			break;
 		}
 		res.batches = 0;
 		res.more = false;
+		res.status = NULL;
 		ac_job_begin(AC_JOB_RUN);
 		PG_TRY();
 		{
@@ -344,13 +350,14 @@ ac_worker_table(Oid relation, bool *looked)
 				!ac_worker_subscribed(&cfg, name))
 			{
 				relname = MemoryContextStrdup(ac_cycle_cxt, name);
+				tabname = relname;
 				ac_compute_threshold(&cfg, &th);
 				if (!first || !ac_stats_trusted || backoff != 0 ||
 					ac_table_due(&cfg, th.rows))
 				{
 					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
 					ac_pool_worker_activity(AC_ACT_ARCHIVING, relation);
-					ac_run_table(&cfg, false, 1, "worker", &res);
+					ac_run_table(&cfg, false, 1, first, "worker", &res);
 					ran = true;
 					if (res.rows > 0)
 						current = cfg.current;
@@ -386,6 +393,11 @@ ac_worker_table(Oid relation, bool *looked)
 		}
 		if (!ran || !res.more)
 			break;
+		if (res.status != NULL && strcmp(res.status, AC_STATUS_LAGGED) == 0)
+		{
+			more = true;
+			break;
+		}
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
