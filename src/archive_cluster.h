@@ -51,7 +51,9 @@ typedef struct AcRunResult
 	int			batches;
 	int64		threshold;
 	bool		more;			/* stopped at max_batches with rows unseen */
-	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */
+	bool		lagged;			/* stopped: a replica lagged too long */
+	int64		paced_us;		/* slept: for the WAL rate, for replicas */
+	int64		replica_us;		/* of which for lagging replicas */
 	int64		bytes;			/* of the rows written into the archive */
 	TimestampTz started;
 	TimestampTz finished;

@@ -61,6 +61,14 @@ counts_from() {
 	fi
 }
 status=0
+# What failed, from each suite's log, printed again just before the summary
+# (CI shows the end of the output only)
+failures=$(mktemp /tmp/archive_cluster_failures.XXXXXX)
+note_failures() {	# note_failures LABEL LOG
+	local lines
+	lines=$(grep -E -A3 '^not ok|Failed test|timed out|^# Looks like|Dubious|\.\.\. FAILED|^ERROR:' "$2" | head -80 || true)
+	[ -z "$lines" ] || printf '== %s\n%s\n' "$1" "$lines" >> "$failures"
+}
 
 # ---------------------------------------------------------------------------
 # PostgreSQL 15
@@ -134,6 +142,7 @@ else
 	fi
 	if [ "$rc" -ne 0 ] || [ $((rf + if_ + tf)) -ne 0 ]; then
 		status=1
+		note_failures "PostgreSQL $version15: make installcheck" "$work/regress.log"
 	fi
 fi
 if [ "$status" -eq 0 ]; then
@@ -156,7 +165,7 @@ if [ "$build15" -eq 0 ]; then
 	set -e
 	counts_from "$clog" '^clients: [0-9]+ passed, [0-9]+ failed$' "$rcc"
 	record clients "$version15" "$got_passed" "$got_failed"
-	[ "$got_failed" -eq 0 ] || status=1
+	[ "$got_failed" -eq 0 ] || { status=1; note_failures "real clients" "$clog"; }
 	rm -f "$clog"
 fi
 
@@ -181,6 +190,7 @@ else
 	record memcheck "$version15" "$got_passed" "$got_failed"
 	if [ "$got_failed" -ne 0 ]; then
 		status=1
+		note_failures "memcheck" "$mlog"
 		echo "memcheck outputs kept in $mwork"
 	else
 		rm -rf "$mwork"
@@ -211,6 +221,7 @@ for major in ${ARCHIVE_CLUSTER_VERSIONS:-16 17 18 19}; do
 	done <<< "$(echo "$linesv" | sed 's/[(),:]/ /g')"
 	if [ "$rcv" -ne 0 ]; then
 		status=1
+		note_failures "PostgreSQL $major (test/pg.sh)" "$logv"
 		if [ "$failedv" -eq 0 ]; then
 			record "test/pg.sh" "$major" 0 1
 		fi
@@ -219,6 +230,12 @@ for major in ${ARCHIVE_CLUSTER_VERSIONS:-16 17 18 19}; do
 done
 [ -n "${ARCHIVE_CLUSTER_VERSIONS+x}" ] && other_notes+=("other versions: ${ARCHIVE_CLUSTER_VERSIONS:-none} (ARCHIVE_CLUSTER_VERSIONS)")
 
+if [ -s "$failures" ]; then
+	echo
+	echo "== what failed (lines from the logs above)"
+	cat "$failures"
+fi
+rm -f "$failures"
 echo
 echo "== summary"
 for line in "${summary[@]}"; do

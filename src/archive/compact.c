@@ -67,6 +67,7 @@
 #include "archive/key_sample.h"
 #include "archive/loose.h"
 #include "archive/pace.h"
+#include "archive/replica_wait.h"
 #include "registry/tiers.h"
 #include "archive/table_job.h"
 #include "base/util.h"
@@ -406,7 +407,7 @@ ac_check_immediate_unique(Relation arc)
  * rewritten; *bytes, *paced_us and *busy get the rest.
  */
 static int64
-ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
+ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *replica_us, int64 *busy)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster compaction",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -519,6 +520,7 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 	rows = c.settled.rows + c.loose.rows;
 	*bytes = c.settled.bytes + c.loose.bytes;
 	*paced_us = c.pace.paced_us;
+	*replica_us += c.pace.replica_us;
 	*busy = c.busy;
 	ExecDropSingleTupleTableSlot(c.rowslot);
 	ac_writer_end(&c.settled);
@@ -538,15 +540,18 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
  * caller.  In res: the status, rows and bytes rewritten, times.
  */
 void
-ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunResult *res)
+ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char *started_by,
+				 AcRunResult *res)
 {
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
 	Oid			owner;
 	int64		busy = 0;
+	char	   *relname;
 
-	if (ac_table_begin(cfg, res) == NULL)
+	relname = ac_table_begin(cfg, res);
+	if (relname == NULL)
 		return;
 
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
@@ -557,19 +562,32 @@ ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunRe
 		res->status = "not due";
 		return;
 	}
-	ac_flush_as_written();
-	res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &busy);
-	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
-	res->finished = GetCurrentTimestamp();
-	res->batches = res->rows > 0 ? 1 : 0;
-	res->status = res->rows > 0 ? "compacted" : "nothing to compact";
+	/* a call waits for lagging peers before it takes a snapshot and the rows */
+	if (wait_replicas && !ac_call_wait_for_replicas(relname, &res->replica_us))
+	{
+		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		res->finished = GetCurrentTimestamp();
+		res->lagged = true;
+		res->status = AC_STATUS_LAGGED;
+	}
+	else
+	{
+		ac_flush_as_written();
+		res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &res->replica_us, &busy);
+		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		res->finished = GetCurrentTimestamp();
+		res->batches = res->rows > 0 ? 1 : 0;
+		res->status = res->rows > 0 ? "compacted" : "nothing to compact";
+	}
+	res->paced_us += res->replica_us;
 
-	if (res->rows > 0 || busy > 0)
+	if (res->rows > 0 || busy > 0 || res->lagged)
 	{
 		AcRunLog	log;
 
 		ac_run_log_of(&log, cfg->relation, AC_KIND_COMPACTION, res, started_by, owner);
 		log.rows_busy = busy;
+		log.detail = ac_replica_detail(res->replica_us, res->lagged);
 		ac_log_run(&log);
 	}
 	ac_pause_point("before_commit", 3);
@@ -578,7 +596,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by, AcRunRe
 static void
 ac_compact_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
 {
-	ac_compact_table(cfg, *(bool *) arg, ac_caller(), res);
+	ac_compact_table(cfg, *(bool *) arg, true, ac_caller(), res);
 }
 
 /*

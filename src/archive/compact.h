@@ -13,7 +13,7 @@
 
 extern double ac_archive_row_bytes(Oid relation, Relation arc);
 extern double ac_compactable_share(AcTableConfig *cfg);
-extern void ac_compact_table(AcTableConfig *cfg, bool force, const char *started_by,
+extern void ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char *started_by,
 							 AcRunResult *res);
 
 #endif							/* ARCHIVE_CLUSTER_COMPACT_H */

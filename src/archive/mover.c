@@ -443,11 +443,18 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		if (ntids > 0 && (ntids >= threshold || force))
 		{
 			/* its WAL waits for the standbys that lag too far behind */
-			if (wait_replicas && !ac_wait_for_replicas(viewname))
+			if (wait_replicas)
 			{
-				res->lagged = true;
-				res->more_left = true;
-				break;
+				int64		waited = m.pace.replica_us;
+
+				if (!ac_call_wait_for_replicas(viewname, &m.pace.replica_us))
+				{
+					res->lagged = true;
+					res->more_left = true;
+					break;
+				}
+				if (m.pace.replica_us != waited)
+					ac_pace_restart(&m.pace);
 			}
 			res->moved += ac_move_batch(&m, tids, ntids, snapshot);
 			res->batches++;
@@ -475,6 +482,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	table_close(m.arc, NoLock);
 	table_close(m.cur, NoLock);
 	res->paced_us = m.pace.paced_us;
+	res->replica_us = m.pace.replica_us;
 }
 
 /* A copy in the caller's memory of a string of the mover's (NULL stays). */

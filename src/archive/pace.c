@@ -11,6 +11,9 @@
  *		its own WAL under its rate; alone, it goes at full speed.  A
  *		compaction, which nobody waits for, is paced always.  ac_pace() is
  *		called for every row and index entry written; it looks every 256.
+ *		It also waits, within the transaction's budget, while a standby or
+ *		subscriber lags more than archive_cluster.max_replica_lag
+ *		(replica_wait.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "archive/pace.h"
+#include "archive/replica_wait.h"
 
 /* how long after the last sign of other writers a run still paces itself */
 #define AC_OTHERS_RECENT_US		1000000
@@ -44,8 +48,17 @@ ac_pace(AcPace *p)
 	TimestampTz now;
 	uint64		assigned;
 	double		ahead_ms;
+	int64		waited = p->replica_us;
+	int64		lag;
+	int			pid;
 
-	if (p->rate_mb <= 0 || ++p->calls % 256 != 0)
+	if (++p->calls % 256 != 0)
+		return;
+	/* a lagging peer first: the rate counts from after the wait */
+	(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);
+	if (p->replica_us != waited)
+		ac_pace_restart(p);
+	if (p->rate_mb <= 0)
 		return;
 	now = GetCurrentTimestamp();
 	if (!p->always)
@@ -89,4 +102,11 @@ ac_pace(AcPace *p)
 		CHECK_FOR_INTERRUPTS();
 		p->paced_us += GetCurrentTimestamp() - now;
 	}
+}
+
+/* After a wait for lagging peers: the rate is measured from now on. */
+void
+ac_pace_restart(AcPace *p)
+{
+	p->pacing = false;
 }

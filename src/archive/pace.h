@@ -23,10 +23,12 @@ typedef struct AcPace
 	bool		pacing;
 	TimestampTz pace_start;
 	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
-	int64		paced_us;		/* time slept */
+	int64		paced_us;		/* time slept for the rate */
+	int64		replica_us;		/* time waited for lagging peers */
 } AcPace;
 
 extern void ac_pace_init(AcPace *p, int rate_mb, bool always, uint32 wait_event);
 extern void ac_pace(AcPace *p);
+extern void ac_pace_restart(AcPace *p);
 
 #endif							/* ARCHIVE_CLUSTER_PACE_H */

@@ -1,26 +1,28 @@
 /*-------------------------------------------------------------------------
  *
  * replica_wait.c
- *		Waiting, before a batch, for the standbys and subscribers that lag
- *		too far behind.
+ *		Waiting for the standbys and subscribers that lag too far behind.
  *
  *		A run writes a few hundred megabytes of WAL per batch; a standby
  *		that replays slower than the primary writes falls behind by as much.
- *		Before each batch, a run looks at every WAL sender that streams
+ *		A run or a compaction looks at every WAL sender that streams
  *		(physical standbys and logical subscribers, as pg_stat_replication
- *		shows them) and, while the WAL not yet applied by one of them
- *		exceeds archive_cluster.max_replica_lag, waits, holding nothing a
- *		worker's batch has not yet taken, at most
- *		archive_cluster.max_replica_wait seconds; then it stops with the
- *		rest left for its next turn.  A standby that is down, or a slot
- *		without a connected subscriber, is not waited for: waiting could not
- *		help it, and max_slot_wal_keep_size bounds what it keeps.
+ *		shows them) and, while the WAL not yet applied by one of them exceeds
+ *		archive_cluster.max_replica_lag, waits: before a batch, and while it
+ *		writes (pace.c).  A call waits at most archive_cluster.max_replica_wait
+ *		in all per transaction, then stops before its next batch; the worker
+ *		waits between its batches' transactions, at most until its time slice
+ *		ends (worker.c).  A standby that is down, or a slot without a
+ *		connected subscriber, is not waited for: waiting could not help it,
+ *		and max_slot_wal_keep_size bounds what it keeps.  Cascaded standbys
+ *		are not seen from here.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "lib/stringinfo.h"
 #include "storage/proc.h"
 #include "miscadmin.h"
 #include "replication/walsender.h"
@@ -38,12 +40,12 @@
  * The largest WAL lag, in bytes, of a streaming WAL sender's peer: the WAL
  * flushed here (what can be sent) less what it has applied; -1 if none
  * streams or reports what it applied (pg_receivewal, a base backup).  *pid:
- * its WAL sender's.  Cascaded standbys are not seen from here.
+ * its WAL sender's.
  */
 int64
 ac_replica_lag(int *pid)
 {
-	XLogRecPtr	insert = GetFlushRecPtr(NULL);
+	XLogRecPtr	flushed = GetFlushRecPtr(NULL);
 	int64		lag = -1;
 	int			i;
 
@@ -63,15 +65,29 @@ ac_replica_lag(int *pid)
 		apply = w->apply;
 		SpinLockRelease(&w->mutex);
 		if (wpid == 0 || (state != WALSNDSTATE_STREAMING && state != WALSNDSTATE_CATCHUP) ||
-			XLogRecPtrIsInvalid(apply) || apply >= insert)
+			XLogRecPtrIsInvalid(apply) || apply >= flushed)
 			continue;
-		if ((int64) (insert - apply) > lag)
+		if ((int64) (flushed - apply) > lag)
 		{
-			lag = (int64) (insert - apply);
+			lag = (int64) (flushed - apply);
 			*pid = (int) wpid;
 		}
 	}
 	return lag;
+}
+
+/* True when a streaming peer lags more than archive_cluster.max_replica_lag. */
+bool
+ac_replicas_lag_over(int64 *lag, int *pid)
+{
+	if (archive_cluster_max_replica_lag < 0)
+	{
+		*lag = -1;
+		*pid = 0;
+		return false;
+	}
+	*lag = ac_replica_lag(pid);
+	return *lag > (int64) archive_cluster_max_replica_lag * 1024 * 1024;
 }
 
 /* the time waited in the current transaction, against its budget */
@@ -79,60 +95,104 @@ static LocalTransactionId ac_waited_lxid = InvalidLocalTransactionId;
 static int64 ac_waited_us = 0;
 
 /*
- * Before a batch of table relname: wait while a peer's lag exceeds the
- * bound.  False when it still does once archive_cluster.max_replica_wait
- * is spent, counted over the whole transaction (a call running several
- * tables, or batches, waits that long at most); the caller stops.
+ * Wait while a peer's lag exceeds the bound, until "until", or, when it is
+ * 0, while the transaction's budget (archive_cluster.max_replica_wait in
+ * all) lasts.  True when the lag is within the bound; false when it still
+ * exceeds it at the end, *lag and *pid then telling the peer.  The time
+ * waited is added to *waited_us.
  */
 bool
-ac_wait_for_replicas(const char *relname)
+ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
 {
 	static uint32 wait_event = 0;
-	LocalTransactionId lxid = ac_local_xid();
 	TimestampTz started;
-	int64		budget_us;
-	int64		bound;
-	int64		lag;
-	int			pid;
+	TimestampTz now;
+	bool		in_budget = (until == 0);
 
-	if (archive_cluster_max_replica_lag < 0)
+	if (!ac_replicas_lag_over(lag, pid))
 		return true;
-	bound = (int64) archive_cluster_max_replica_lag * 1024 * 1024;
-	lag = ac_replica_lag(&pid);
-	if (lag <= bound)
-		return true;
-	if (lxid == InvalidLocalTransactionId || lxid != ac_waited_lxid)
+	started = GetCurrentTimestamp();
+	if (in_budget)
 	{
-		ac_waited_lxid = lxid;
-		ac_waited_us = 0;
+		LocalTransactionId lxid = ac_local_xid();
+
+		if (lxid == InvalidLocalTransactionId || lxid != ac_waited_lxid)
+		{
+			ac_waited_lxid = lxid;
+			ac_waited_us = 0;
+		}
+		until = started + (int64) archive_cluster_max_replica_wait * USECS_PER_SEC - ac_waited_us;
 	}
 	if (wait_event == 0)
 		wait_event = ac_wait_event("ArchiveClusterReplicaLag");
-	budget_us = (int64) archive_cluster_max_replica_wait * 1000000 - ac_waited_us;
-	started = GetCurrentTimestamp();
-	while (lag > bound)
+	for (;;)
 	{
-		TimestampTz now = GetCurrentTimestamp();
-
-		if (now - started >= budget_us)
-		{
-			ac_waited_us += now - started;
-			ereport(ac_is_background_worker() ? LOG : NOTICE,
-					(relname ?
-					 errmsg("archiving of \"%s\" stopped while a standby or subscriber lags %lld kB behind",
-							relname, (long long) (lag / 1024)) :
-					 errmsg("archiving stopped while a standby or subscriber lags %lld kB behind",
-							(long long) (lag / 1024)),
-					 errdetail("The peer of WAL sender %d did not apply the WAL down to archive_cluster.max_replica_lag (%d MB) within archive_cluster.max_replica_wait (%d s).",
-							   pid, archive_cluster_max_replica_lag, archive_cluster_max_replica_wait),
-					 errhint("The rows left are archived by a later run.")));
-			return false;
-		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100, wait_event);
+		now = GetCurrentTimestamp();
+		if (now >= until)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(100, (until - now) / 1000 + 1), wait_event);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
-		lag = ac_replica_lag(&pid);
+		if (!ac_replicas_lag_over(lag, pid))
+		{
+			now = GetCurrentTimestamp();
+			break;
+		}
 	}
-	ac_waited_us += GetCurrentTimestamp() - started;
-	return true;
+	*waited_us += now - started;
+	if (in_budget)
+		ac_waited_us += now - started;
+	return *lag <= (int64) archive_cluster_max_replica_lag * 1024 * 1024;
+}
+
+/*
+ * A call's wait before a batch of table relname: false, with a NOTICE
+ * naming the table and the peer, when the lag still exceeds the bound once
+ * the transaction's budget is spent; the caller stops.
+ */
+bool
+ac_call_wait_for_replicas(const char *relname, int64 *waited_us)
+{
+	int64		lag;
+	int			pid;
+
+	if (ac_wait_for_replicas(0, waited_us, &lag, &pid))
+		return true;
+	ac_report_replica_lag(ac_is_background_worker() ? LOG : NOTICE, relname, lag, pid);
+	return false;
+}
+
+/* Tell that archiving of relname (NULL: a database's) stops for a peer's lag. */
+void
+ac_report_replica_lag(int elevel, const char *relname, int64 lag, int pid)
+{
+	ereport(elevel,
+			(relname ?
+			 errmsg("archiving of \"%s\" stopped while a standby or subscriber lags %lld kB behind",
+					relname, (long long) (lag / 1024)) :
+			 errmsg("archiving stopped while a standby or subscriber lags %lld kB behind",
+					(long long) (lag / 1024)),
+			 errdetail("The peer of WAL sender %d did not apply the WAL down to archive_cluster.max_replica_lag (%d MB) within archive_cluster.max_replica_wait (%d s).",
+					   pid, archive_cluster_max_replica_lag, archive_cluster_max_replica_wait),
+			 errhint("The rows left are archived by a later run.")));
+}
+
+/*
+ * The run log's detail of a run or compaction that waited for lagging
+ * standbys or subscribers, or stopped for them; NULL when it did neither.
+ */
+const char *
+ac_replica_detail(int64 replica_us, bool lagged)
+{
+	StringInfoData buf;
+
+	if (replica_us == 0 && !lagged)
+		return NULL;
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "waited %.1f s for a lagging standby or subscriber",
+					 replica_us / 1000000.0);
+	if (lagged)
+		appendStringInfoString(&buf, "; " AC_STATUS_LAGGED);
+	return buf.data;
 }

@@ -60,6 +60,7 @@
 #include "base/util.h"
 #include "registry/config.h"
 #include "registry/replication.h"
+#include "archive/replica_wait.h"
 #include "archive/threshold.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_run);
@@ -141,6 +142,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 	char	   *relname;
 	AcMoveResult mv;
 	bool		careful;
+	int64		waited_us;
 
 	relname = ac_table_begin(cfg, res);
 	if (relname == NULL)
@@ -154,14 +156,29 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
 
-	ac_flush_as_written();
-	ac_move(cfg, th.rows, force, max_batches, careful, wait_replicas, &mv);
+	/* a due table waits for lagging peers before it takes a snapshot and its rows */
+	waited_us = 0;
+	if (wait_replicas && (force || ac_table_due(cfg, th.rows)) &&
+		!ac_call_wait_for_replicas(relname, &waited_us))
+	{
+		memset(&mv, 0, sizeof(mv));
+		mv.lagged = true;
+		mv.more_left = true;
+	}
+	else
+	{
+		ac_flush_as_written();
+		ac_move(cfg, th.rows, force, max_batches, careful, wait_replicas, &mv);
+	}
+	mv.replica_us += waited_us;
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
 	res->rows = mv.moved;
 	res->batches = mv.batches;
 	res->more = mv.more_left;
-	res->paced_us = mv.paced_us;
+	res->lagged = mv.lagged;
+	res->paced_us = mv.paced_us + mv.replica_us;
+	res->replica_us = mv.replica_us;
 	res->bytes = mv.bytes;
 	res->status = res->batches > 0 ? "archived" :
 		mv.lagged ? AC_STATUS_LAGGED : "not due";
@@ -176,8 +193,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 		log.rows_refused = mv.refused;
 		log.rows_busy = mv.busy;
 		log.left_behind = ac_left_behind(&mv);
-		if (mv.lagged)
-			log.detail = AC_STATUS_LAGGED;
+		log.detail = ac_replica_detail(mv.replica_us, mv.lagged);
 		ac_log_run(&log);
 	}
 	ac_pause_point("before_commit", 3);

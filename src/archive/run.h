@@ -10,9 +10,6 @@
 
 #include "archive_cluster.h"
 
-/* the status of a run that a lagging standby or subscriber stopped */
-#define AC_STATUS_LAGGED "stopped: replica lag"
-
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas,
 						 const char *started_by, AcRunResult *res);
 

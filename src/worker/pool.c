@@ -316,6 +316,23 @@ ac_pool_worker_activity(AcActivity activity, Oid relid)
 }
 
 /*
+ * Whether a lagging standby or subscriber stopped a worker, as seen now:
+ * true when this is the first such stop since the lag was last within its
+ * bound, the one that the log tells (one line per episode, not per table).
+ */
+bool
+ac_pool_lag_episode(bool lagging)
+{
+	bool		first;
+
+	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
+	first = lagging && !ac_pool->lag_told;
+	ac_pool->lag_told = lagging;
+	LWLockRelease(ac_pool->lock);
+	return first;
+}
+
+/*
  * When this worker's job on a table (a batch, a compaction) must be over,
  * archive_cluster.job_timeout after it started; 0 between jobs.  The
  * launcher ends a worker that is still at it well past that.

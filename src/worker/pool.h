@@ -84,6 +84,7 @@ typedef struct AcPool
 	pid_t		launcher_pid;
 	int			nslots;			/* max_worker_processes */
 	int			ndatabases;		/* archive_cluster.max_databases */
+	bool		lag_told;		/* a worker logged that a replica lags */
 	AcWorkerSlot *slots;
 	AcDatabaseEntry *databases;
 } AcPool;
@@ -105,6 +106,7 @@ extern void ac_pool_worker_activity(AcActivity activity, Oid relid);
 extern void ac_pool_worker_job(TimestampTz deadline);
 extern bool ac_pool_worker_take_ended(Oid *relid, AcActivity *activity, TimestampTz *at);
 extern void ac_pool_worker_done(AcDbState found, bool more_work, bool looked_at_all);
+extern bool ac_pool_lag_episode(bool lagging);
 
 /* other sessions */
 extern void ac_pool_stop_database_worker(Oid dboid);

@@ -263,7 +263,7 @@ ac_worker_compact(Oid relation)
 			relname = MemoryContextStrdup(ac_cycle_cxt, name);
 			ac_pool_worker_activity(AC_ACT_COMPACTING, relation);
 			pgstat_report_activity(STATE_RUNNING, "archive_cluster: compacting");
-			ac_compact_table(&cfg, false, "worker", &res);
+			ac_compact_table(&cfg, false, false, "worker", &res);
 			if (res.rows > 0)
 				archive = cfg.archive;
 		}
@@ -291,23 +291,72 @@ ac_worker_compact(Oid relation)
 }
 
 /*
+ * Whether the standbys and subscribers are within archive_cluster.
+ * max_replica_lag.  When they are not and "stop" is set, the pass ends: the
+ * first time in a lag episode, the log says so.
+ */
+static bool
+ac_worker_replicas_fine(bool stop)
+{
+	int64		lag;
+	int			pid;
+
+	if (!ac_replicas_lag_over(&lag, &pid))
+	{
+		(void) ac_pool_lag_episode(false);
+		return true;
+	}
+	if (stop && ac_pool_lag_episode(true))
+		ac_report_replica_lag(LOG, NULL, lag, pid);
+	return false;
+}
+
+/*
+ * Between a table's batches, outside a transaction: wait while a standby
+ * or subscriber lags more than archive_cluster.max_replica_lag, at most
+ * archive_cluster.max_replica_wait and until the time slice or the
+ * table's max_runtime ("deadline", 0: none) is over.  False when it still
+ * lags: the pass ends.
+ */
+static bool
+ac_worker_wait_replicas(TimestampTz deadline)
+{
+	TimestampTz until;
+	int64		waited = 0;
+	int64		lag;
+	int			pid;
+
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										archive_cluster_max_replica_wait * 1000L);
+	until = Min(until, ac_slice_end);
+	if (deadline != 0)
+		until = Min(until, deadline);
+	if (ac_replicas_lag_over(&lag, &pid))
+		pgstat_report_activity(STATE_RUNNING, "archive_cluster: waiting for a lagging standby or subscriber");
+	if (ac_wait_for_replicas(until, &waited, &lag, &pid))
+		return true;
+	return ac_worker_replicas_fine(true);
+}
+
+/*
  * Archive one table if it is due: one batch per transaction, until nothing
  * is left, archive_cluster.max_runtime has passed or the worker's time
  * slice is over, then vacuum its current table.  A table whose last runs
  * failed waits for its backoff, then is run whatever its statistics say.
  * True when it was left with rows to move; *looked false when the table
- * was not looked at (backoff, its lock not granted).
+ * was not looked at (backoff, its lock not granted); *lagged true when a
+ * standby or subscriber lags too far behind for the pass to go on.
  */
 static bool
-ac_worker_table(Oid relation, bool *looked)
+ac_worker_table(Oid relation, bool *looked, bool *lagged)
 {
 	TimestampTz deadline = 0;
 	volatile Oid current = InvalidOid;	/* set once a batch moved rows */
 	volatile bool first = true;
 	bool		more = false;
-	char	   *volatile tabname = NULL;	/* once a batch looked */
 
 	*looked = false;
+	*lagged = false;
 	if (archive_cluster_max_runtime > 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   archive_cluster_max_runtime * 1000L);
@@ -317,22 +366,24 @@ ac_worker_table(Oid relation, bool *looked)
 		char	   *volatile relname = NULL;
 		volatile bool ran = false;
 		volatile bool failed = false;
-		TimestampTz started = GetCurrentTimestamp();
+		volatile bool due_lagging = false;
+		TimestampTz started;
 
 		CHECK_FOR_INTERRUPTS();
 		/*
 		 * A batch's WAL waits for the standbys that lag too far behind:
-		 * after the first batch (whose run waits once the table is found
-		 * due), here, between the batches' transactions, holding nothing.
+		 * here, between the batches' transactions, holding nothing (the
+		 * first batch once the table was found due).
 		 */
-		if (!first && !ac_wait_for_replicas(tabname))
+		if (!first && !ac_worker_wait_replicas(deadline))
 		{
+			*lagged = true;
 			more = true;
 			break;
 		}
+		started = GetCurrentTimestamp();
 		res.batches = 0;
 		res.more = false;
-		res.status = NULL;
 		ac_job_begin(AC_JOB_RUN);
 		PG_TRY();
 		{
@@ -349,15 +400,24 @@ ac_worker_table(Oid relation, bool *looked)
 			if (name != NULL && backoff <= started && ac_load_config(relation, &cfg) &&
 				!ac_worker_subscribed(&cfg, name))
 			{
+				bool		due = true;
+
 				relname = MemoryContextStrdup(ac_cycle_cxt, name);
-				tabname = relname;
 				ac_compute_threshold(&cfg, &th);
 				if (!first || !ac_stats_trusted || backoff != 0 ||
 					ac_table_due(&cfg, th.rows))
 				{
+					/* due, but a peer lags: wait outside the transaction */
+					if (first && !ac_worker_replicas_fine(false))
+						due_lagging = true;
+				}
+				else
+					due = false;
+				if (due && !due_lagging)
+				{
 					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
 					ac_pool_worker_activity(AC_ACT_ARCHIVING, relation);
-					ac_run_table(&cfg, false, 1, first, "worker", &res);
+					ac_run_table(&cfg, false, 1, false, "worker", &res);
 					ran = true;
 					if (res.rows > 0)
 						current = cfg.current;
@@ -391,13 +451,10 @@ ac_worker_table(Oid relation, bool *looked)
 								   (long long) res.rows, relname, res.batches, secs,
 								   secs > 0 ? res.rows / secs : 0)));
 		}
+		if (due_lagging)
+			continue;			/* to the wait above */
 		if (!ran || !res.more)
 			break;
-		if (res.status != NULL && strcmp(res.status, AC_STATUS_LAGGED) == 0)
-		{
-			more = true;
-			break;
-		}
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -417,7 +474,13 @@ ac_worker_table(Oid relation, bool *looked)
 		ac_worker_vacuum(current, "archive_cluster: vacuuming a current table");
 	}
 	if (archive_cluster_compaction && !more && !ac_slice_over())
-		ac_worker_compact(relation);
+	{
+		/* a compaction's WAL, too, waits for peers: for a later turn */
+		if (ac_worker_replicas_fine(true))
+			ac_worker_compact(relation);
+		else
+			*lagged = true;
+	}
 	ac_pool_worker_activity(AC_ACT_CHECKING, InvalidOid);
 	return more;
 }
@@ -452,6 +515,7 @@ ac_worker_pass(void)
 	bool		installed;
 	bool		more = false;
 	bool		all = true;
+	bool		lagged = false;
 	List	   *relations;
 	ListCell   *lc;
 
@@ -485,10 +549,17 @@ ac_worker_pass(void)
 			all = false;
 			break;
 		}
-		if (ac_worker_table(lfirst_oid(lc), &looked))
+		if (ac_worker_table(lfirst_oid(lc), &looked, &lagged))
 			more = true;
 		if (!looked)
 			all = false;
+		if (lagged)
+		{
+			/* the rest waits for a naptime: what is left is not due work now */
+			more = false;
+			all = false;
+			break;
+		}
 	}
 	ac_pool_worker_done(AC_DB_INSTALLED, more, all);
 }
