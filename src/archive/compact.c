@@ -407,7 +407,7 @@ ac_check_immediate_unique(Relation arc)
  * rewritten; *bytes, *paced_us and *busy get the rest.
  */
 static int64
-ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *replica_us, int64 *busy)
+ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster compaction",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -520,7 +520,6 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *replic
 	rows = c.settled.rows + c.loose.rows;
 	*bytes = c.settled.bytes + c.loose.bytes;
 	*paced_us = c.pace.paced_us;
-	*replica_us += c.pace.replica_us;
 	*busy = c.busy;
 	ExecDropSingleTupleTableSlot(c.rowslot);
 	ac_writer_end(&c.settled);
@@ -548,10 +547,33 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 	int			save_nestlevel;
 	Oid			owner;
 	int64		busy = 0;
+	int64		waited0 = ac_replica_waited_in_xact();
 	char	   *relname;
 
-	relname = ac_table_begin(cfg, res);
-	if (relname == NULL)
+	/* a call waits for lagging peers before it takes the table's locks, when due */
+	if (wait_replicas && (relname = get_rel_name(cfg->relation)) != NULL)
+	{
+		int64		waited = 0;
+		bool		due = force;
+
+		if (!due)
+		{
+			ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
+			due = ac_compactable_share(cfg) >= Max(archive_cluster_compaction_threshold, 0.001);
+			ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+		}
+		if (due && !ac_call_wait_for_replicas(relname, true, &waited))
+		{
+			memset(res, 0, sizeof(AcRunResult));
+			res->finished = GetCurrentTimestamp();
+			res->started = res->finished - waited;
+			res->lagged = true;
+			res->replica_us = res->paced_us = waited;
+			res->status = AC_STATUS_LAGGED;
+			return;
+		}
+	}
+	if (ac_table_begin(cfg, res) == NULL)
 		return;
 
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
@@ -562,32 +584,22 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 		res->status = "not due";
 		return;
 	}
-	/* a call waits for lagging peers before it takes a snapshot and the rows */
-	if (wait_replicas && !ac_call_wait_for_replicas(relname, &res->replica_us))
-	{
-		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
-		res->finished = GetCurrentTimestamp();
-		res->lagged = true;
-		res->status = AC_STATUS_LAGGED;
-	}
-	else
-	{
-		ac_flush_as_written();
-		res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &res->replica_us, &busy);
-		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
-		res->finished = GetCurrentTimestamp();
-		res->batches = res->rows > 0 ? 1 : 0;
-		res->status = res->rows > 0 ? "compacted" : "nothing to compact";
-	}
+	ac_flush_as_written();
+	res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &busy);
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+	res->finished = GetCurrentTimestamp();
+	res->batches = res->rows > 0 ? 1 : 0;
+	res->status = res->rows > 0 ? "compacted" : "nothing to compact";
+	res->replica_us = ac_replica_waited_in_xact() - waited0;
 	res->paced_us += res->replica_us;
 
-	if (res->rows > 0 || busy > 0 || res->lagged)
+	if (res->rows > 0 || busy > 0)
 	{
 		AcRunLog	log;
 
 		ac_run_log_of(&log, cfg->relation, AC_KIND_COMPACTION, res, started_by, owner);
 		log.rows_busy = busy;
-		log.detail = ac_replica_detail(res->replica_us, res->lagged);
+		log.detail = ac_replica_detail(res->replica_us, false);
 		ac_log_run(&log);
 	}
 	ac_pause_point("before_commit", 3);

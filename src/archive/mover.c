@@ -445,15 +445,15 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 			/* its WAL waits for the standbys that lag too far behind */
 			if (wait_replicas)
 			{
-				int64		waited = m.pace.replica_us;
+				int64		waited = 0;
 
-				if (!ac_call_wait_for_replicas(viewname, &m.pace.replica_us))
+				if (!ac_call_wait_for_replicas(viewname, false, &waited))
 				{
 					res->lagged = true;
 					res->more_left = true;
 					break;
 				}
-				if (m.pace.replica_us != waited)
+				if (waited > 0)
 					ac_pace_restart(&m.pace);
 			}
 			res->moved += ac_move_batch(&m, tids, ntids, snapshot);
@@ -482,7 +482,6 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	table_close(m.arc, NoLock);
 	table_close(m.cur, NoLock);
 	res->paced_us = m.pace.paced_us;
-	res->replica_us = m.pace.replica_us;
 }
 
 /* A copy in the caller's memory of a string of the mover's (NULL stays). */

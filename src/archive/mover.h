@@ -19,7 +19,6 @@ typedef struct AcMoveResult
 	bool		more_left;		/* stopped at max_batches with rows unseen */
 	bool		lagged;			/* stopped: a replica lagged too long */
 	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */
-	int64		replica_us;		/* waited for lagging standbys, subscribers */
 	bool		careful;		/* rows were checked one by one first */
 	/* rows the archive refused (a constraint), left in <t>_current */
 	int64		refused;

@@ -93,13 +93,32 @@ ac_replicas_lag_over(int64 *lag, int *pid)
 /* the time waited in the current transaction, against its budget */
 static LocalTransactionId ac_waited_lxid = InvalidLocalTransactionId;
 static int64 ac_waited_us = 0;
+/* the worker's bound of a wait inside its transactions (0: none) */
+static TimestampTz ac_wait_cap = 0;
+
+/* The time waited in the current transaction so far. */
+int64
+ac_replica_waited_in_xact(void)
+{
+	return ac_waited_lxid == ac_local_xid() ? ac_waited_us : 0;
+}
+
+/*
+ * The worker bounds the waits inside its jobs' transactions (by its time
+ * slice and the job's deadline): until "cap", 0 for none.
+ */
+void
+ac_replica_wait_cap(TimestampTz cap)
+{
+	ac_wait_cap = cap;
+}
 
 /*
  * Wait while a peer's lag exceeds the bound, until "until", or, when it is
  * 0, while the transaction's budget (archive_cluster.max_replica_wait in
- * all) lasts.  True when the lag is within the bound; false when it still
- * exceeds it at the end, *lag and *pid then telling the peer.  The time
- * waited is added to *waited_us.
+ * all, and the worker's cap) lasts.  True when the lag is within the bound;
+ * false when it still exceeds it at the end, *lag and *pid then telling the
+ * peer.  The time waited is added to *waited_us.
  */
 bool
 ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
@@ -108,6 +127,7 @@ ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
 	TimestampTz started;
 	TimestampTz now;
 	bool		in_budget = (until == 0);
+	bool		over = true;
 
 	if (!ac_replicas_lag_over(lag, pid))
 		return true;
@@ -122,59 +142,73 @@ ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
 			ac_waited_us = 0;
 		}
 		until = started + (int64) archive_cluster_max_replica_wait * USECS_PER_SEC - ac_waited_us;
+		if (ac_wait_cap != 0)
+			until = Min(until, ac_wait_cap);
 	}
+	if (started >= until)
+		return false;			/* no time left: nothing waited */
 	if (wait_event == 0)
 		wait_event = ac_wait_event("ArchiveClusterReplicaLag");
-	for (;;)
+	do
 	{
 		now = GetCurrentTimestamp();
 		if (now >= until)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min(100, (until - now) / 1000 + 1), wait_event);
+						 (long) Min(100, (until - now) / 1000 + 1), wait_event);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
-		if (!ac_replicas_lag_over(lag, pid))
-		{
-			now = GetCurrentTimestamp();
-			break;
-		}
-	}
+		over = ac_replicas_lag_over(lag, pid);
+	} while (over);
+	now = GetCurrentTimestamp();
 	*waited_us += now - started;
 	if (in_budget)
 		ac_waited_us += now - started;
-	return *lag <= (int64) archive_cluster_max_replica_lag * 1024 * 1024;
+	return !over;
 }
 
 /*
- * A call's wait before a batch of table relname: false, with a NOTICE
- * naming the table and the peer, when the lag still exceeds the bound once
- * the transaction's budget is spent; the caller stops.
+ * A call's wait before a batch of a run (compaction: of a compaction) of
+ * table relname: false, with a NOTICE naming the table and the peer, when
+ * the lag still exceeds the bound once the transaction's budget is spent;
+ * the caller stops.
  */
 bool
-ac_call_wait_for_replicas(const char *relname, int64 *waited_us)
+ac_call_wait_for_replicas(const char *relname, bool compaction, int64 *waited_us)
 {
 	int64		lag;
 	int			pid;
+	int64		waited = 0;
+	bool		fine;
 
-	if (ac_wait_for_replicas(0, waited_us, &lag, &pid))
-		return true;
-	ac_report_replica_lag(ac_is_background_worker() ? LOG : NOTICE, relname, lag, pid);
-	return false;
+	fine = ac_wait_for_replicas(0, &waited, &lag, &pid);
+	*waited_us += waited;
+	if (!fine)
+		ac_report_replica_lag(NOTICE, relname, compaction, lag, pid, waited);
+	return fine;
 }
 
-/* Tell that archiving of relname (NULL: a database's) stops for a peer's lag. */
+/*
+ * Tell that archiving (compaction: compaction) of relname (NULL: of a
+ * database) stops for a peer's lag, after waiting waited_us.
+ */
 void
-ac_report_replica_lag(int elevel, const char *relname, int64 lag, int pid)
+ac_report_replica_lag(int elevel, const char *relname, bool compaction, int64 lag, int pid,
+					  int64 waited_us)
 {
 	ereport(elevel,
-			(relname ?
-			 errmsg("archiving of \"%s\" stopped while a standby or subscriber lags %lld kB behind",
-					relname, (long long) (lag / 1024)) :
+			(relname == NULL ?
 			 errmsg("archiving stopped while a standby or subscriber lags %lld kB behind",
-					(long long) (lag / 1024)),
-			 errdetail("The peer of WAL sender %d did not apply the WAL down to archive_cluster.max_replica_lag (%d MB) within archive_cluster.max_replica_wait (%d s).",
-					   pid, archive_cluster_max_replica_lag, archive_cluster_max_replica_wait),
+					(long long) (lag / 1024)) :
+			 compaction ?
+			 errmsg("compaction of \"%s\" stopped while a standby or subscriber lags %lld kB behind",
+					relname, (long long) (lag / 1024)) :
+			 errmsg("archiving of \"%s\" stopped while a standby or subscriber lags %lld kB behind",
+					relname, (long long) (lag / 1024)),
+			 errdetail("The peer of WAL sender %d has more than archive_cluster.max_replica_lag (%d MB) left to apply after %.1f s of waiting.",
+					   pid, archive_cluster_max_replica_lag, waited_us / 1000000.0),
+			 compaction ?
+			 errhint("A later compaction takes the loose pages.") :
 			 errhint("The rows left are archived by a later run.")));
 }
 

@@ -17,8 +17,11 @@
 extern int64 ac_replica_lag(int *pid);
 extern bool ac_replicas_lag_over(int64 *lag, int *pid);
 extern bool ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid);
-extern bool ac_call_wait_for_replicas(const char *relname, int64 *waited_us);
-extern void ac_report_replica_lag(int elevel, const char *relname, int64 lag, int pid);
+extern bool ac_call_wait_for_replicas(const char *relname, bool compaction, int64 *waited_us);
+extern void ac_report_replica_lag(int elevel, const char *relname, bool compaction, int64 lag,
+								  int pid, int64 waited_us);
+extern int64 ac_replica_waited_in_xact(void);
+extern void ac_replica_wait_cap(TimestampTz cap);
 extern const char *ac_replica_detail(int64 replica_us, bool lagged);
 
 #endif							/* ARCHIVE_CLUSTER_REPLICA_WAIT_H */

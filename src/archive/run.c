@@ -127,12 +127,15 @@ ac_report_left(AcTableConfig *cfg, const char *relname, AcMoveResult *mv)
 
 /*
  * Run one registered table: take its run lock, then move its due batches
- * as the table's owner, and record the run.  Errors propagate to the
- * caller.
+ * as the table's owner, and record the run.  With wait_replicas (a call),
+ * a due table first waits for lagging standbys and subscribers, before it
+ * takes its locks, and waits again before each batch; waited_before_us: the
+ * time the worker waited for them before this batch.  Errors propagate to
+ * the caller.
  */
 void
 ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas,
-			 const char *started_by, AcRunResult *res)
+			 int64 waited_before_us, const char *started_by, AcRunResult *res)
 {
 	AcThreshold th;
 	Oid			save_userid;
@@ -142,7 +145,27 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 	char	   *relname;
 	AcMoveResult mv;
 	bool		careful;
-	int64		waited_us;
+	int64		waited0 = ac_replica_waited_in_xact();
+
+	if (wait_replicas && (relname = get_rel_name(cfg->relation)) != NULL)
+	{
+		int64		waited = 0;
+
+		ac_compute_threshold(cfg, &th);
+		if ((force || ac_table_due(cfg, th.rows)) &&
+			!ac_call_wait_for_replicas(relname, false, &waited))
+		{
+			memset(res, 0, sizeof(AcRunResult));
+			res->finished = GetCurrentTimestamp();
+			res->started = res->finished - waited;
+			res->threshold = th.rows;
+			res->more = true;
+			res->lagged = true;
+			res->replica_us = res->paced_us = waited;
+			res->status = AC_STATUS_LAGGED;
+			return;
+		}
+	}
 
 	relname = ac_table_begin(cfg, res);
 	if (relname == NULL)
@@ -156,36 +179,24 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
 
-	/* a due table waits for lagging peers before it takes a snapshot and its rows */
-	waited_us = 0;
-	if (wait_replicas && (force || ac_table_due(cfg, th.rows)) &&
-		!ac_call_wait_for_replicas(relname, &waited_us))
-	{
-		memset(&mv, 0, sizeof(mv));
-		mv.lagged = true;
-		mv.more_left = true;
-	}
-	else
-	{
-		ac_flush_as_written();
-		ac_move(cfg, th.rows, force, max_batches, careful, wait_replicas, &mv);
-	}
-	mv.replica_us += waited_us;
+	ac_flush_as_written();
+	ac_move(cfg, th.rows, force, max_batches, careful, wait_replicas, &mv);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
 	res->rows = mv.moved;
 	res->batches = mv.batches;
 	res->more = mv.more_left;
 	res->lagged = mv.lagged;
-	res->paced_us = mv.paced_us + mv.replica_us;
-	res->replica_us = mv.replica_us;
+	/* every wait of this table's call, careful retries' too, and the worker's before it */
+	res->replica_us = ac_replica_waited_in_xact() - waited0 + waited_before_us;
+	res->paced_us = mv.paced_us + res->replica_us;
 	res->bytes = mv.bytes;
 	res->status = res->batches > 0 ? "archived" :
 		mv.lagged ? AC_STATUS_LAGGED : "not due";
 	ac_report_left(cfg, relname, &mv);
 
 	/* a careful run that found nothing to refuse is recorded: the next is not careful */
-	if (res->batches > 0 || mv.refused > 0 || mv.careful || mv.lagged)
+	if (res->batches > 0 || mv.refused > 0 || mv.careful)
 	{
 		AcRunLog	log;
 
@@ -193,7 +204,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 		log.rows_refused = mv.refused;
 		log.rows_busy = mv.busy;
 		log.left_behind = ac_left_behind(&mv);
-		log.detail = ac_replica_detail(mv.replica_us, mv.lagged);
+		log.detail = ac_replica_detail(res->replica_us, res->lagged);
 		ac_log_run(&log);
 	}
 	ac_pause_point("before_commit", 3);
@@ -212,7 +223,7 @@ ac_run_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
 {
 	AcRunArgs  *a = (AcRunArgs *) arg;
 
-	ac_run_table(cfg, a->force, a->max_batches, true, ac_caller(), res);
+	ac_run_table(cfg, a->force, a->max_batches, true, 0, ac_caller(), res);
 }
 
 /*

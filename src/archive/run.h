@@ -11,6 +11,6 @@
 #include "archive_cluster.h"
 
 extern void ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas,
-						 const char *started_by, AcRunResult *res);
+						 int64 waited_before_us, const char *started_by, AcRunResult *res);
 
 #endif							/* ARCHIVE_CLUSTER_RUN_H */

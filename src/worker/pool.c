@@ -325,6 +325,9 @@ ac_pool_lag_episode(bool lagging)
 {
 	bool		first;
 
+	/* the usual case, no lag and none told: an unlocked look is enough */
+	if (!lagging && !ac_pool->lag_told)
+		return false;
 	LWLockAcquire(ac_pool->lock, LW_EXCLUSIVE);
 	first = lagging && !ac_pool->lag_told;
 	ac_pool->lag_told = lagging;

@@ -233,6 +233,8 @@ ac_worker_subscribed(AcTableConfig *cfg, const char *relname)
 	return true;
 }
 
+static void ac_worker_cap_waits(TimestampTz deadline);
+
 /*
  * Compact a table's archive if it is due (measured by ac_compact_table()),
  * in a transaction of its own, then vacuum the archive so that the pages the
@@ -249,6 +251,7 @@ ac_worker_compact(Oid relation)
 	AcRunResult res;
 
 	res.rows = 0;
+	ac_worker_cap_waits(0);
 	ac_job_begin(AC_JOB_COMPACTION);
 	PG_TRY();
 	{
@@ -272,10 +275,12 @@ ac_worker_compact(Oid relation)
 	}
 	PG_CATCH();
 	{
+		ac_replica_wait_cap(0);
 		ac_worker_caught(relation, AC_KIND_COMPACTION, started, relname);
 		return;
 	}
 	PG_END_TRY();
+	ac_replica_wait_cap(0);
 
 	if (OidIsValid(archive))
 	{
@@ -292,11 +297,11 @@ ac_worker_compact(Oid relation)
 
 /*
  * Whether the standbys and subscribers are within archive_cluster.
- * max_replica_lag.  When they are not and "stop" is set, the pass ends: the
- * first time in a lag episode, the log says so.
+ * max_replica_lag; when they are not, the first worker to see it in a lag
+ * episode says so, once (waited_us: how long it waited).
  */
 static bool
-ac_worker_replicas_fine(bool stop)
+ac_worker_replicas_fine(int64 waited_us)
 {
 	int64		lag;
 	int			pid;
@@ -306,8 +311,8 @@ ac_worker_replicas_fine(bool stop)
 		(void) ac_pool_lag_episode(false);
 		return true;
 	}
-	if (stop && ac_pool_lag_episode(true))
-		ac_report_replica_lag(LOG, NULL, lag, pid);
+	if (ac_pool_lag_episode(true))
+		ac_report_replica_lag(LOG, NULL, false, lag, pid, waited_us);
 	return false;
 }
 
@@ -315,27 +320,84 @@ ac_worker_replicas_fine(bool stop)
  * Between a table's batches, outside a transaction: wait while a standby
  * or subscriber lags more than archive_cluster.max_replica_lag, at most
  * archive_cluster.max_replica_wait and until the time slice or the
- * table's max_runtime ("deadline", 0: none) is over.  False when it still
- * lags: the pass ends.
+ * table's max_runtime ("deadline", 0: none) is over, in slices of a second
+ * that see a reload and archive_cluster.enabled.  False when it still lags
+ * (or the wait was canceled): the pass ends.  *waited_us: the time waited.
  */
 static bool
-ac_worker_wait_replicas(TimestampTz deadline)
+ac_worker_wait_replicas(TimestampTz deadline, int64 *waited_us)
 {
 	TimestampTz until;
-	int64		waited = 0;
 	int64		lag;
 	int			pid;
+	volatile bool fine = false;
 
+	*waited_us = 0;
+	if (!ac_replicas_lag_over(&lag, &pid))
+		return true;
 	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										archive_cluster_max_replica_wait * 1000L);
 	until = Min(until, ac_slice_end);
 	if (deadline != 0)
 		until = Min(until, deadline);
-	if (ac_replicas_lag_over(&lag, &pid))
-		pgstat_report_activity(STATE_RUNNING, "archive_cluster: waiting for a lagging standby or subscriber");
-	if (ac_wait_for_replicas(until, &waited, &lag, &pid))
+	pgstat_report_activity(STATE_RUNNING, "archive_cluster: waiting for a lagging standby or subscriber");
+	PG_TRY();
+	{
+		for (;;)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= until)
+				break;
+			if (ac_wait_for_replicas(Min(until, TimestampTzPlusMilliseconds(now, 1000)),
+									 waited_us, &lag, &pid))
+			{
+				fine = true;
+				break;
+			}
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+				ac_worker_set_limits();
+			}
+			if (!archive_cluster_enabled)
+				break;
+		}
+	}
+	PG_CATCH();
+	{
+		/* a cancel (pg_cancel_backend): this pass ends, as for a job */
+		ac_worker_log_caught("waiting for a lagging standby or subscriber", NULL);
+		return false;
+	}
+	PG_END_TRY();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	if (fine)
+	{
+		(void) ac_pool_lag_episode(false);
 		return true;
-	return ac_worker_replicas_fine(true);
+	}
+	(void) ac_worker_replicas_fine(*waited_us);
+	return false;
+}
+
+/*
+ * The bound of a wait for lagging peers inside a job's transaction (pace.c):
+ * the time slice, the table's max_runtime (deadline, 0: none) and half the
+ * job's archive_cluster.job_timeout, whichever comes first.
+ */
+static void
+ac_worker_cap_waits(TimestampTz deadline)
+{
+	TimestampTz cap = ac_slice_end;
+
+	if (deadline != 0)
+		cap = Min(cap, deadline);
+	if (archive_cluster_job_timeout > 0)
+		cap = Min(cap, TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   archive_cluster_job_timeout * 500L));
+	ac_replica_wait_cap(cap);
 }
 
 /*
@@ -354,6 +416,7 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 	volatile Oid current = InvalidOid;	/* set once a batch moved rows */
 	volatile bool first = true;
 	bool		more = false;
+	int64		waited = 0;		/* for lagging peers before this batch */
 
 	*looked = false;
 	*lagged = false;
@@ -375,7 +438,7 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 		 * here, between the batches' transactions, holding nothing (the
 		 * first batch once the table was found due).
 		 */
-		if (!first && !ac_worker_wait_replicas(deadline))
+		if (!first && !ac_worker_wait_replicas(deadline, &waited))
 		{
 			*lagged = true;
 			more = true;
@@ -384,6 +447,7 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 		started = GetCurrentTimestamp();
 		res.batches = 0;
 		res.more = false;
+		ac_worker_cap_waits(deadline);
 		ac_job_begin(AC_JOB_RUN);
 		PG_TRY();
 		{
@@ -401,6 +465,8 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 				!ac_worker_subscribed(&cfg, name))
 			{
 				bool		due = true;
+				int64		lag;
+				int			pid;
 
 				relname = MemoryContextStrdup(ac_cycle_cxt, name);
 				ac_compute_threshold(&cfg, &th);
@@ -408,7 +474,7 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 					ac_table_due(&cfg, th.rows))
 				{
 					/* due, but a peer lags: wait outside the transaction */
-					if (first && !ac_worker_replicas_fine(false))
+					if (first && ac_replicas_lag_over(&lag, &pid))
 						due_lagging = true;
 				}
 				else
@@ -417,7 +483,7 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 				{
 					pgstat_report_activity(STATE_RUNNING, "archive_cluster: archiving");
 					ac_pool_worker_activity(AC_ACT_ARCHIVING, relation);
-					ac_run_table(&cfg, false, 1, false, "worker", &res);
+					ac_run_table(&cfg, false, 1, false, waited, "worker", &res);
 					ran = true;
 					if (res.rows > 0)
 						current = cfg.current;
@@ -436,6 +502,7 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 			failed = true;
 		}
 		PG_END_TRY();
+		ac_replica_wait_cap(0);
 		first = false;
 		if (failed)
 			break;				/* not inside PG_TRY: that is a loop of its own */
@@ -468,18 +535,20 @@ ac_worker_table(Oid relation, bool *looked, bool *lagged)
 			break;
 		}
 	}
-	if (OidIsValid(current))
+	/* while a peer lags, the vacuum's WAL waits for autovacuum or a later turn */
+	if (OidIsValid(current) && !*lagged)
 	{
 		ac_pool_worker_activity(AC_ACT_VACUUMING, relation);
 		ac_worker_vacuum(current, "archive_cluster: vacuuming a current table");
 	}
 	if (archive_cluster_compaction && !more && !ac_slice_over())
 	{
-		/* a compaction's WAL, too, waits for peers: for a later turn */
-		if (ac_worker_replicas_fine(true))
+		int64		lag;
+		int			pid;
+
+		/* a compaction's WAL, too, waits for peers: the next table's wait decides */
+		if (!ac_replicas_lag_over(&lag, &pid))
 			ac_worker_compact(relation);
-		else
-			*lagged = true;
 	}
 	ac_pool_worker_activity(AC_ACT_CHECKING, InvalidOid);
 	return more;
@@ -516,10 +585,15 @@ ac_worker_pass(void)
 	bool		more = false;
 	bool		all = true;
 	bool		lagged = false;
+	int64		lag;
+	int			pid;
 	List	   *relations;
 	ListCell   *lc;
 
 	ac_worker_record_ended();
+	/* a lag episode is over once a worker sees the peers within bound */
+	if (!ac_replicas_lag_over(&lag, &pid))
+		(void) ac_pool_lag_episode(false);
 	relations = ac_worker_relations(&installed);
 	if (!installed)
 	{
