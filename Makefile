@@ -15,8 +15,10 @@ OBJS = \
 	src/archive/key_sample.o \
 	src/archive/loose.o \
 	src/archive/mover.o \
-	src/archive/pace.o \
-	src/archive/replica_wait.o \
+	src/pace/commit_latency.o \
+	src/pace/pace.o \
+	src/pace/progress.o \
+	src/pace/replica_wait.o \
 	src/archive/run.o \
 	src/archive/table_job.o \
 	src/archive/threshold.o \
@@ -64,7 +66,7 @@ OBJS = \
 	src/worker/worker_job.o
 
 EXTENSION = archive_cluster
-DATA = archive_cluster--1.0.sql
+DATA = archive_cluster--1.0.sql archive_cluster--1.0--1.1.sql
 PGFILEDESC = "archive_cluster - online clustered archiving"
 
 PG_CPPFLAGS = -I$(srcdir)/src

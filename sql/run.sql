@@ -127,3 +127,20 @@ RESET backend_flush_after;
 SHOW archive_cluster.run_max_wal_rate;
 SELECT try($$SET archive_cluster.run_max_wal_rate = -1$$) LIKE '22023: % is outside the valid range for parameter "archive_cluster.run_max_wal_rate" %' AS refused;
 SELECT paced >= '0' AND paced <= duration AS paced_sane FROM archive_cluster_runs ORDER BY run_id DESC LIMIT 1;
+-- archive_cluster.pacing: what sets that rate among writers; 'effect' by default
+SHOW archive_cluster.pacing;
+SELECT try($$SET archive_cluster.pacing = 'fast'$$) LIKE '22023: invalid value for parameter "archive_cluster.pacing": "fast"%' AS refused;
+SHOW archive_cluster.max_commit_slowdown;
+SELECT try($$SET archive_cluster.max_commit_slowdown = 0.9$$) LIKE '22023: % is outside the valid range for parameter "archive_cluster.max_commit_slowdown" %' AS refused;
+SHOW archive_cluster.min_wal_rate;
+SELECT try($$SET archive_cluster.min_wal_rate = 0$$) LIKE '22023: % is outside the valid range for parameter "archive_cluster.min_wal_rate" %' AS refused;
+-- the run log's paced_replicas: none waited here
+SELECT paced_replicas = '0' AS no_replica_wait FROM archive_cluster_runs ORDER BY run_id DESC LIMIT 1;
+-- no job runs now: no progress row
+SELECT count(*) AS jobs FROM archive_cluster_progress;
+-- commits that wrote are timed (the library is preloaded): this session's own, at least
+CREATE TABLE commit_timed (x int);
+INSERT INTO commit_timed VALUES (1);
+SELECT commits > 0 AS counted, p99_ms >= p90_ms AND p90_ms >= p50_ms AS ordered
+FROM archive_cluster_commit_latency WHERE histogram = 'quiet';
+DROP TABLE commit_timed;

@@ -81,8 +81,9 @@ typedef struct AcRunLog
 	int64		rows_refused;	/* left in <t>_current: the archive refused them */
 	int64		rows_busy;		/* left in <t>_current: changed or locked meanwhile */
 	const char *left_behind;	/* the first of each, NULL: none */
-	const char *detail;			/* 'alter': what changed; a run stopped by a
-								 * lagging replica: that; NULL: none */
+	const char *detail;			/* 'alter': what changed; runs and compactions:
+								 * how they were paced; NULL: none */
+	int64		replica_us;		/* of paced_us, waited for lagging replicas */
 } AcRunLog;
 
 

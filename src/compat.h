@@ -250,6 +250,13 @@ ac_expanded_view(RangeTblEntry *rte)
 #define ac_local_xid() (MyProc->lxid)
 #endif
 
+/* This backend's index among all PGPROCs: MyProcNumber from 17 (pgprocno before). */
+#if PG_VERSION_NUM >= 170000
+#define ac_proc_number() ((int) MyProcNumber)
+#else
+#define ac_proc_number() (MyProc ? MyProc->pgprocno : -1)
+#endif
+
 /*
  * ExecutorRun (and its hook) lost the "execute_once" argument in 18.
  */

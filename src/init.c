@@ -23,6 +23,8 @@
 #include "miscadmin.h"
 
 #include "base/guc.h"
+#include "pace/commit_latency.h"
+#include "pace/progress.h"
 #include "table/key_range.h"
 #include "worker/launcher.h"
 #include "table/on_conflict.h"
@@ -53,6 +55,8 @@ _PG_init(void)
 	{
 		ac_pool_init_hooks();
 		ac_key_range_init_hooks();
+		ac_commit_latency_init_hooks();
+		ac_progress_init_hooks();
 		/* no workers in pg_upgrade's servers, as core's logical replication launcher */
 		if (!IsBinaryUpgrade)
 			ac_launcher_register();

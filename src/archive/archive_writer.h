@@ -14,7 +14,7 @@
 #include "executor/executor.h"
 #include "utils/tuplesort.h"
 
-#include "archive/pace.h"
+#include "pace/pace.h"
 
 /* rows buffered: a page's worth, and the next row */
 #define AC_PAGE_SLOTS (MaxHeapTuplesPerPage + 1)

@@ -66,8 +66,9 @@
 #include "base/guc.h"
 #include "archive/key_sample.h"
 #include "archive/loose.h"
-#include "archive/pace.h"
-#include "archive/replica_wait.h"
+#include "pace/pace.h"
+#include "pace/progress.h"
+#include "pace/replica_wait.h"
 #include "registry/tiers.h"
 #include "archive/table_job.h"
 #include "base/util.h"
@@ -407,7 +408,7 @@ ac_check_immediate_unique(Relation arc)
  * rewritten; *bytes, *paced_us and *busy get the rest.
  */
 static int64
-ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
+ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, AcPaceReport *pace, int64 *busy)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster compaction",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -441,13 +442,18 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextDelete(cxt);
 		*bytes = *paced_us = *busy = 0;
+		memset(pace, 0, sizeof(AcPaceReport));
 		return 0;
 	}
 
 	/* the deletes and the writes in one command, after the SPI calls above */
 	cid = GetCurrentCommandId(true);
+	ac_progress_begin('c', cfg->relation, GetUserId(), ac_is_background_worker());
+	ac_progress_phase(AC_PHASE_SCANNING);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	tids = ac_collect_loose(c.arc, &loose, snapshot, &ntids, &nread);
+	ac_progress_batch(ntids);
+	ac_progress_phase(AC_PHASE_DELETING);
 
 	ac_pace_init(&c.pace, archive_cluster_compaction_max_wal_rate, true,
 				 ac_wait_event("ArchiveClusterCompactionPacing"));
@@ -471,6 +477,8 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 
 		CHECK_FOR_INTERRUPTS();
 		ac_pace(&c.pace);
+		if ((i & 255) == 0)
+			ac_progress_rows(i);
 		res = ac_table_tuple_delete(c.arc, &tids[i], cid, snapshot, InvalidSnapshot,
 									false, &tmfd, true);
 		if (res != TM_Ok)
@@ -491,8 +499,11 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 		ExecClearTuple(fetchslot);
 	}
 	ExecDropSingleTupleTableSlot(fetchslot);
+	ac_progress_rows(ntids);
 	ac_pause_point("deleted", 2);
+	ac_progress_phase(AC_PHASE_SORTING);
 	tuplesort_performsort(sort);
+	ac_progress_phase(AC_PHASE_WRITING);
 
 	ac_writer_begin(&c.settled, c.arc, false, &c.pace);
 	ac_writer_begin(&c.loose, c.arc, false, &c.pace);
@@ -520,10 +531,12 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, int64 *busy)
 	rows = c.settled.rows + c.loose.rows;
 	*bytes = c.settled.bytes + c.loose.bytes;
 	*paced_us = c.pace.paced_us;
+	ac_pace_report(&c.pace, pace);
 	*busy = c.busy;
 	ExecDropSingleTupleTableSlot(c.rowslot);
 	ac_writer_end(&c.settled);
 	ac_writer_end(&c.loose);
+	ac_progress_end();
 	UnregisterSnapshot(snapshot);
 	table_close(c.arc, NoLock);
 	CommandCounterIncrement();
@@ -549,6 +562,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 	int64		busy = 0;
 	int64		waited0 = ac_replica_waited_in_xact();
 	char	   *relname;
+	AcPaceReport pace;
 
 	/* a call waits for lagging peers before it takes the table's locks, when due */
 	if (wait_replicas && (relname = get_rel_name(cfg->relation)) != NULL)
@@ -585,7 +599,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 		return;
 	}
 	ac_flush_as_written();
-	res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &busy);
+	res->rows = ac_compact_rows(cfg, &res->bytes, &res->paced_us, &pace, &busy);
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 	res->finished = GetCurrentTimestamp();
 	res->batches = res->rows > 0 ? 1 : 0;
@@ -599,7 +613,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 
 		ac_run_log_of(&log, cfg->relation, AC_KIND_COMPACTION, res, started_by, owner);
 		log.rows_busy = busy;
-		log.detail = ac_replica_detail(res->replica_us, false);
+		log.detail = ac_pace_detail(&pace, res->replica_us, false);
 		ac_log_run(&log);
 	}
 	ac_pause_point("before_commit", 3);

@@ -83,8 +83,9 @@
 #include "table/key_range.h"
 #include "archive/loose.h"
 #include "archive/mover.h"
-#include "archive/replica_wait.h"
-#include "archive/pace.h"
+#include "pace/replica_wait.h"
+#include "pace/pace.h"
+#include "pace/progress.h"
 #include "table/table_mode.h"
 #include "archive/threshold.h"
 #include "registry/tiers.h"
@@ -178,6 +179,8 @@ ac_move_rows(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 
 		CHECK_FOR_INTERRUPTS();
 		ac_pace(&m->pace);
+		if ((i & 255) == 0)
+			ac_progress_rows(i);
 		res = ac_table_tuple_delete(m->cur, &tids[i], m->cid, snapshot,
 									InvalidSnapshot, false, &tmfd, m->changing_tier);
 		if (res != TM_Ok)
@@ -195,9 +198,12 @@ ac_move_rows(AcMover *m, ItemPointerData *tids, int64 ntids, Snapshot snapshot)
 		ExecClearTuple(m->fetchslot);
 		moved++;
 	}
+	ac_progress_rows(ntids);
 	ac_pause_point("deleted", 2);
 
+	ac_progress_phase(AC_PHASE_SORTING);
 	tuplesort_performsort(sort);
+	ac_progress_phase(AC_PHASE_WRITING);
 	while (tuplesort_gettupleslot(sort, true, false, m->sortslot, NULL))
 	{
 		TupleTableSlot *dst = ac_writer_slot(&m->w);
@@ -412,6 +418,8 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	maxtids = Min(batch_rows, 1024 * 1024);
 	tids = palloc_extended(sizeof(ItemPointerData) * maxtids, MCXT_ALLOC_HUGE);
 
+	ac_progress_begin('a', cfg->relation, GetUserId(), ac_is_background_worker());
+	ac_progress_phase(AC_PHASE_SCANNING);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	scan = ac_table_beginscan(m.cur, snapshot, 0, NULL);
 	scanslot = table_slot_create(m.cur, NULL);
@@ -456,8 +464,11 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 				if (waited > 0)
 					ac_pace_restart(&m.pace);
 			}
+			ac_progress_batch(ntids);
+			ac_progress_phase(AC_PHASE_DELETING);
 			res->moved += ac_move_batch(&m, tids, ntids, snapshot);
 			res->batches++;
+			ac_progress_phase(AC_PHASE_SCANNING);
 		}
 		ntids = 0;
 		if (!more)
@@ -469,6 +480,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		}
 	}
 
+	ac_progress_end();
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
 	ExecDropSingleTupleTableSlot(scanslot);
@@ -482,6 +494,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	table_close(m.arc, NoLock);
 	table_close(m.cur, NoLock);
 	res->paced_us = m.pace.paced_us;
+	ac_pace_report(&m.pace, &res->pace);
 }
 
 /* A copy in the caller's memory of a string of the mover's (NULL stays). */

@@ -9,6 +9,7 @@
 #define ARCHIVE_CLUSTER_MOVER_H
 
 #include "archive_cluster.h"
+#include "pace/pace.h"
 
 /* What one run of the mover did, and the eligible rows it left behind. */
 typedef struct AcMoveResult
@@ -18,7 +19,8 @@ typedef struct AcMoveResult
 	int			batches;
 	bool		more_left;		/* stopped at max_batches with rows unseen */
 	bool		lagged;			/* stopped: a replica lagged too long */
-	int64		paced_us;		/* slept for archive_cluster.run_max_wal_rate */
+	int64		paced_us;		/* slept for the WAL rate */
+	AcPaceReport pace;			/* what the pacer did */
 	bool		careful;		/* rows were checked one by one first */
 	/* rows the archive refused (a constraint), left in <t>_current */
 	int64		refused;

@@ -60,7 +60,7 @@
 #include "base/util.h"
 #include "registry/config.h"
 #include "registry/replication.h"
-#include "archive/replica_wait.h"
+#include "pace/replica_wait.h"
 #include "archive/threshold.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_run);
@@ -204,7 +204,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 		log.rows_refused = mv.refused;
 		log.rows_busy = mv.busy;
 		log.left_behind = ac_left_behind(&mv);
-		log.detail = ac_replica_detail(res->replica_us, res->lagged);
+		log.detail = ac_pace_detail(&mv.pace, res->replica_us, res->lagged);
 		ac_log_run(&log);
 	}
 	ac_pause_point("before_commit", 3);

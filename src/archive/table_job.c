@@ -195,6 +195,7 @@ ac_run_log_of(AcRunLog *log, Oid relation, const char *kind, const AcRunResult *
 	log->bytes = res->bytes;
 	log->batches = res->batches;
 	log->paced_us = res->paced_us;
+	log->replica_us = res->replica_us;
 	log->started_by = started_by;
 	log->run_as = run_as;
 }

@@ -55,6 +55,22 @@ int			archive_cluster_run_flush_after = 32;
 /* archive_cluster.run_max_wal_rate: MB/s of WAL of a run among other writers */
 int			archive_cluster_run_max_wal_rate = 20;
 
+/* archive_cluster.pacing: what sets a job's WAL rate among other writers */
+int			archive_cluster_pacing = AC_PACING_EFFECT;
+
+static const struct config_enum_entry ac_pacing_options[] = {
+	{"effect", AC_PACING_EFFECT, false},
+	{"rate", AC_PACING_RATE, false},
+	{"off", AC_PACING_OFF, false},
+	{NULL, 0, false}
+};
+
+/* archive_cluster.max_commit_slowdown: others' commit p99 while a job writes, over without */
+double		archive_cluster_max_commit_slowdown = 1.5;
+
+/* archive_cluster.min_wal_rate: MB/s a job paced by its effect keeps at least */
+int			archive_cluster_min_wal_rate = 2;
+
 /* archive_cluster.max_replica_lag: MB of WAL a streaming peer may lag before a batch; -1 off */
 int			archive_cluster_max_replica_lag = 256;
 
@@ -269,6 +285,36 @@ ac_define_gucs(void)
 							"alone is not slowed down.  0: no limit.",
 							&archive_cluster_run_max_wal_rate,
 							20, 0, 10000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("archive_cluster.pacing",
+							 "What sets the WAL rate of a run or compaction while other transactions "
+							 "are writing.",
+							 "effect: what others' commits wait, at most run_max_wal_rate or "
+							 "compaction_max_wal_rate (needs the library preloaded; otherwise as rate); "
+							 "rate: those rates; off: no pacing.",
+							 &archive_cluster_pacing,
+							 AC_PACING_EFFECT, ac_pacing_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("archive_cluster.max_commit_slowdown",
+							 "How much slower others' commits may be while a run or compaction writes, "
+							 "as the ratio of their p99 latencies.",
+							 "With pacing = effect, a job halves its WAL rate when the p99 of the commits "
+							 "made while it writes exceeds this times the p99 of commits while no job writes.",
+							 &archive_cluster_max_commit_slowdown,
+							 1.5, 1.0, 100.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("archive_cluster.min_wal_rate",
+							"Megabytes of WAL per second a run or compaction paced by its effect "
+							"keeps at least.",
+							"So that a job finishes however slow others' commits are.",
+							&archive_cluster_min_wal_rate,
+							2, 1, 10000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 

@@ -24,6 +24,17 @@ extern int	archive_cluster_max_batch_rows;
 extern int	archive_cluster_max_runtime;
 extern int	archive_cluster_run_flush_after;
 extern int	archive_cluster_run_max_wal_rate;
+
+/* archive_cluster.pacing */
+typedef enum AcPacing
+{
+	AC_PACING_OFF,
+	AC_PACING_RATE,
+	AC_PACING_EFFECT
+} AcPacing;
+extern int	archive_cluster_pacing;
+extern double archive_cluster_max_commit_slowdown;
+extern int	archive_cluster_min_wal_rate;
 extern int	archive_cluster_max_replica_lag;
 extern int	archive_cluster_max_replica_wait;
 extern char *archive_cluster_debug_pause;

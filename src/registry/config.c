@@ -303,20 +303,26 @@ void
 ac_log_run(const AcRunLog *log)
 {
 	char	   *sql;
-	Oid			argtypes[16] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	Oid			argtypes[17] = {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		INT8OID, INT4OID, TEXTOID, NAMEOID, TEXTOID, INTERVALOID,
-	INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, TEXTOID};
-	Datum		values[16];
-	char		nulls[16] = "                ";
+	INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, TEXTOID, INTERVALOID};
+	Datum		values[17];
+	char		nulls[17] = "                 ";
 	NameData	runas;
 	Interval   *paced = palloc0(sizeof(Interval));
+	Interval   *paced_replicas = palloc0(sizeof(Interval));
 	char	   *relname = get_rel_name(log->relation);
+	/* a database still at 1.0 (not yet ALTER EXTENSION UPDATE'd) has no paced_replicas */
+	bool		v11 = OidIsValid(ac_extension_schema()) &&
+		get_attnum(get_relname_relid("archive_cluster_run_log", ac_extension_schema()),
+				   "paced_replicas") != InvalidAttrNumber;
 
 	sql = psprintf("INSERT INTO %s (relation, relation_name, started_at, finished_at,"
 				   " rows_moved, batches, started_by, run_as, error, paced,"
-				   " rows_refused, rows_busy, left_behind, kind, bytes_written, detail)"
-				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-				   ac_extension_object("archive_cluster_run_log"));
+				   " rows_refused, rows_busy, left_behind, kind, bytes_written, detail%s)"
+				   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16%s)",
+				   ac_extension_object("archive_cluster_run_log"),
+				   v11 ? ", paced_replicas" : "", v11 ? ", $17" : "");
 	values[0] = ObjectIdGetDatum(log->relation);
 	values[1] = CStringGetTextDatum(relname ? ac_qualified_name(log->relation) : "?");
 	values[2] = TimestampTzGetDatum(log->started);
@@ -340,8 +346,10 @@ ac_log_run(const AcRunLog *log)
 	values[13] = CStringGetTextDatum(log->kind ? log->kind : AC_KIND_ARCHIVE);
 	values[14] = Int64GetDatum(log->bytes);
 	ac_log_text(log->detail, &values[15], &nulls[15]);
+	paced_replicas->time = log->replica_us;
+	values[16] = IntervalPGetDatum(paced_replicas);
 
-	ac_exec_as_extension_owner(sql, 16, argtypes, values, nulls, SPI_OK_INSERT);
+	ac_exec_as_extension_owner(sql, v11 ? 17 : 16, argtypes, values, nulls, SPI_OK_INSERT);
 
 	sql = psprintf("DELETE FROM %s WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
 				   " SELECT run_id FROM %s WHERE relation OPERATOR(pg_catalog.=) $1"

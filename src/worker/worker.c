@@ -64,7 +64,7 @@
 
 #include "archive_cluster.h"
 #include "archive/compact.h"
-#include "archive/replica_wait.h"
+#include "pace/replica_wait.h"
 #include "base/guc.h"
 #include "worker/index_rebuild.h"
 #include "worker/worker_job.h"

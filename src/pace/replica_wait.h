@@ -22,6 +22,5 @@ extern void ac_report_replica_lag(int elevel, const char *relname, bool compacti
 								  int pid, int64 waited_us);
 extern int64 ac_replica_waited_in_xact(void);
 extern void ac_replica_wait_cap(TimestampTz cap);
-extern const char *ac_replica_detail(int64 replica_us, bool lagged);
 
 #endif							/* ARCHIVE_CLUSTER_REPLICA_WAIT_H */

@@ -22,7 +22,6 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
-#include "lib/stringinfo.h"
 #include "storage/proc.h"
 #include "miscadmin.h"
 #include "replication/walsender.h"
@@ -33,7 +32,8 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
-#include "archive/replica_wait.h"
+#include "pace/progress.h"
+#include "pace/replica_wait.h"
 #include "base/guc.h"
 
 /*
@@ -149,6 +149,7 @@ ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
 		return false;			/* no time left: nothing waited */
 	if (wait_event == 0)
 		wait_event = ac_wait_event("ArchiveClusterReplicaLag");
+	ac_progress_waiting(true, *lag);
 	do
 	{
 		now = GetCurrentTimestamp();
@@ -160,6 +161,7 @@ ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
 		CHECK_FOR_INTERRUPTS();
 		over = ac_replicas_lag_over(lag, pid);
 	} while (over);
+	ac_progress_waiting(false, 0);
 	now = GetCurrentTimestamp();
 	*waited_us += now - started;
 	if (in_budget)
@@ -210,23 +212,4 @@ ac_report_replica_lag(int elevel, const char *relname, bool compaction, int64 la
 			 compaction ?
 			 errhint("A later compaction takes the loose pages.") :
 			 errhint("The rows left are archived by a later run.")));
-}
-
-/*
- * The run log's detail of a run or compaction that waited for lagging
- * standbys or subscribers, or stopped for them; NULL when it did neither.
- */
-const char *
-ac_replica_detail(int64 replica_us, bool lagged)
-{
-	StringInfoData buf;
-
-	if (replica_us == 0 && !lagged)
-		return NULL;
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "waited %.1f s for a lagging standby or subscriber",
-					 replica_us / 1000000.0);
-	if (lagged)
-		appendStringInfoString(&buf, "; " AC_STATUS_LAGGED);
-	return buf.data;
 }

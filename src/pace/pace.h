@@ -11,6 +11,8 @@
 #include "access/transam.h"
 #include "datatype/timestamp.h"
 
+#include "pace/commit_latency.h"
+
 typedef struct AcPace
 {
 	int			rate_mb;		/* MB/s of WAL at most; <= 0: not paced */
@@ -25,9 +27,33 @@ typedef struct AcPace
 	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
 	int64		paced_us;		/* time slept for the rate */
 	int64		replica_us;		/* time waited for lagging peers */
+	/* archive_cluster.pacing = 'effect' (commit_latency.c) */
+	bool		effect;
+	double		rate;			/* MB/s now */
+	int64		window_start;	/* monotonic us; 0: no window yet */
+	uint64		window_busy[AC_LATENCY_BUCKETS];	/* at its start */
+	double		window_p99;		/* us, of the last window's busy commits */
+	double		base_p99;		/* us, of the quiet commits */
+	uint64		window_commits;
+	int			slowdowns;		/* times the rate was halved */
+	double		min_rate;		/* the lowest rate it went to */
 } AcPace;
 
+/* what a job's pacer did, for the run log (ac_pace_detail) */
+typedef struct AcPaceReport
+{
+	bool		effect;			/* paced by others' commit latency */
+	bool		paced;			/* it slept for the rate */
+	double		rate;			/* MB/s at the end */
+	double		min_rate;		/* the lowest it went to */
+	int			slowdowns;		/* times it halved */
+	double		window_p99;		/* us, the last window's busy commits */
+	double		base_p99;		/* us, quiet commits */
+} AcPaceReport;
+
 extern void ac_pace_init(AcPace *p, int rate_mb, bool always, uint32 wait_event);
+extern void ac_pace_report(const AcPace *p, AcPaceReport *r);
+extern char *ac_pace_detail(const AcPaceReport *r, int64 replica_us, bool lagged);
 extern void ac_pace(AcPace *p);
 extern void ac_pace_restart(AcPace *p);
 

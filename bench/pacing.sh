@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Pacing by effect (issue 42): what a run and a compaction do to concurrent
+# commits, under archive_cluster.pacing = 'effect' (the default) beside the
+# fixed rates of release 1.0 ('rate' at 20 MB/s, the default ceiling, and at
+# 5 MB/s), side by side on one throw-away PostgreSQL 15 server.
+#
+# The seed's table t(ts, id, cid, pad) with --rows rows, registered in view
+# mode and archived.  Then, for each round (--rounds, the settings' order
+# rotated from one round to the next) and each setting:
+#   run         ~550,000 due rows are added to t_current; inserts (4 clients
+#               at 500 tps in all, the seed's insert, as bench.sh's target
+#               5) run 15 s alone, then during a forced run under the
+#               setting: their p99 during the run against without;
+#   compaction  the same around a forced compaction of the loose pages that
+#               the run (the previous step) left, under the setting.
+# Last, a run and a compaction under each setting with nobody else writing:
+# their durations (pacing by effect must not make them slower than 20 MB/s).
+#
+#   sudo bench/pacing.sh [--rows N] [--rounds R] [--tail N] [--secs S] [--out DIR] [--port P]
+#
+# Results: DIR/pacing.csv (one row per measurement), DIR/alone.csv,
+# DIR/summary.md; the run log rows (archive_cluster_runs: paced, detail).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rows=2000000
+rounds=4
+tail_rows=550000
+secs=15
+rate=500
+clients=4
+out=""
+port=5580
+while [ $# -gt 0 ]; do
+	case "$1" in
+		--rows) rows=$2; shift 2 ;;
+		--rounds) rounds=$2; shift 2 ;;
+		--tail) tail_rows=$2; shift 2 ;;
+		--secs) secs=$2; shift 2 ;;
+		--out) out=$2; shift 2 ;;
+		--port) port=$2; shift 2 ;;
+		-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+		*) echo "pacing.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[ -n "$out" ] || out=$(mktemp -d /tmp/archive_cluster_pacing.XXXXXX)
+mkdir -p "$out/raw"
+chown -R postgres: "$out"
+PY=python3
+
+# shellcheck source=lib/throwaway.sh
+. "$here/lib/throwaway.sh"
+throwaway_start pacing "$port" max_connections=40 shared_buffers=128MB \
+	maintenance_work_mem=128MB checkpoint_timeout=15min max_wal_size=4GB log_checkpoints=on \
+	archive_cluster.enabled=off
+q() { psql -At "$@"; }
+echo "== server: port $port, data in $work; results in $out"
+echo "   machine: $(nproc) CPUs, $(free -g | awk '/Mem:/ {print $2}') GB; commit $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+# the seed's table, loaded, registered and archived (alone: not paced)
+t_load=$(date +%s)
+q <<SQL >/dev/null
+CREATE EXTENSION archive_cluster;
+CREATE SEQUENCE t_id_seq;
+CREATE TABLE t (ts timestamp NOT NULL, id int NOT NULL PRIMARY KEY, cid int NOT NULL, pad varchar(200) NOT NULL);
+INSERT INTO t SELECT now() - interval '2 days' + g * interval '10 ms', nextval('t_id_seq'),
+	floor(random() * 10000)::int, repeat('*', floor(random() * 201)::int) FROM generate_series(1, $rows) g;
+CREATE INDEX t_cid_ts ON t (cid, ts);
+SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts', hot_window => '1 minute');
+SET archive_cluster.pacing = off;
+SELECT count(*) FROM archive_cluster_run('t', force => true);
+VACUUM ANALYZE t_current, t_archive;
+SQL
+echo "   $rows rows loaded and archived in $(( $(date +%s) - t_load )) s"
+
+settle() { q -c "CHECKPOINT" >/dev/null; sync; }
+
+# due rows for one run, written into t_current directly (as the view would)
+add_tail() {
+	q -c "INSERT INTO t_current SELECT now() - interval '1 hour' + g * interval '1 ms', nextval('t_id_seq'),
+		floor(random() * 10000)::int, repeat('*', floor(random() * 201)::int) FROM generate_series(1, $tail_rows) g" \
+		-c "VACUUM ANALYZE t_current" >/dev/null
+}
+
+# the job's statement under SETTING (a=b,c=d)
+job_sql() {	# job_sql KIND SETTING
+	local sql kv
+	if [ "$1" = run ]; then
+		sql="SELECT rows_moved FROM archive_cluster_run('t', force => true)"
+	else
+		sql="SELECT rows_rewritten FROM archive_cluster_compact('t', force => true)"
+	fi
+	for kv in $(echo "$2" | tr ',' ' '); do
+		sql="SET ${kv%%=*} = '${kv#*=}'; $sql"
+	done
+	echo "$sql"
+}
+
+# the last run-log row: seconds, paced seconds, detail
+last_log() {
+	q -F '|' -c "SELECT round(extract(epoch FROM duration)::numeric, 2), round(extract(epoch FROM paced)::numeric, 2),
+		coalesce(detail, '') FROM archive_cluster_runs ORDER BY run_id DESC LIMIT 1"
+}
+
+pgb() {	# pgb PREFIX SECONDS: the inserting clients
+	(cd "$out/raw" && as_pg "$bindir/pgbench" -h "$work" -p "$port" -n -M prepared --max-tries=10 -c "$clients" -j 2 \
+		-T "$2" -R "$rate" --log --log-prefix="$1" -f "$here/lib/insert.pgbench" postgres > "$out/raw/$1.out" 2>&1)
+}
+
+echo "round,kind,setting,p99_without_ms,p99_during_ms,ratio,inserts_during,job_s,paced_s,rows,detail" > "$out/pacing.csv"
+measure() {	# measure ROUND KIND NAME SETTING
+	local r=$1 kind=$2 name=$3 setting=$4 label="${2}_${3}_r$1" p t0 t1 moved log
+	if [ "$kind" = run ]; then
+		add_tail
+	else
+		# loose pages to compact: the newest run's (alone, not paced)
+		add_tail
+		q -c "SET archive_cluster.pacing = off" -c "SELECT rows_moved FROM archive_cluster_run('t', force => true)" >/dev/null
+		q -c "VACUUM t_current, t_archive" >/dev/null
+	fi
+	settle
+	pgb "base_$label" "$secs"
+	settle
+	# the inserts go on past the job: pgbench is stopped 3 s after it (its
+	# per-transaction log loses at most its last buffered lines, after the job)
+	pgb "run_$label" 900 &
+	p=$!
+	sleep 3
+	t0=$(date +%s.%N)
+	moved=$(q -c "$(job_sql "$kind" "$setting")" | tail -1)
+	t1=$(date +%s.%N)
+	sleep 3
+	pkill -INT -f "log-prefix=run_$label" || true
+	wait "$p" || true
+	log=$(last_log)
+	$PY "$here/lib/report.py" p99window "$out/raw" "$label" "$t0" "$t1" "$moved" "$rows" \
+		| sed -n 's/^p99_inserts,[^,]*,[^,]*,\([a-z_0-9]*\),\([^,]*\),.*/\1=\2/p' > "$out/raw/$label.p99"
+	# shellcheck disable=SC1090
+	. <(sed 's/^/w_/' "$out/raw/$label.p99")
+	echo "$r,$kind,$name,$w_p99_without_run_ms,$w_p99_during_run_ms,$w_p99_ratio,$w_inserts_during_run,${log%%|*},$(echo "$log" | cut -d'|' -f2),$moved,\"$(echo "$log" | cut -d'|' -f3-)\"" \
+		| tee -a "$out/pacing.csv"
+}
+
+settings=("effect=archive_cluster.pacing=effect"
+	"rate20=archive_cluster.pacing=rate"
+	"rate5=archive_cluster.pacing=rate,archive_cluster.run_max_wal_rate=5,archive_cluster.compaction_max_wal_rate=5")
+n=${#settings[@]}
+for r in $(seq 1 "$rounds"); do
+	echo "== round $r"
+	for i in $(seq 0 $((n - 1))); do
+		s=${settings[$(( (i + r - 1) % n ))]}
+		measure "$r" run "${s%%=*}" "${s#*=}"
+		measure "$r" compaction "${s%%=*}" "${s#*=}"
+	done
+done
+
+echo "== alone: a run and a compaction under each setting, nobody else writing"
+echo "kind,setting,seconds,paced_s,rows" > "$out/alone.csv"
+for s in "${settings[@]}"; do
+	add_tail
+	settle
+	q -c "$(job_sql run "${s#*=}")" >/dev/null
+	log=$(last_log)
+	echo "run,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2),$tail_rows" | tee -a "$out/alone.csv"
+	q -c "VACUUM t_current, t_archive" >/dev/null
+	settle
+	q -c "$(job_sql compaction "${s#*=}")" >/dev/null
+	log=$(last_log)
+	echo "compaction,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2)," | tee -a "$out/alone.csv"
+done
+
+$PY - "$out" <<'PY'
+import csv, sys, statistics
+out = sys.argv[1]
+rows = list(csv.DictReader(open(out + '/pacing.csv')))
+alone = list(csv.DictReader(open(out + '/alone.csv')))
+L = ['# Pacing by effect: p99 of concurrent inserts during a job / without', '']
+L.append('| kind | setting | ratios (round by round) | met (<= 1.5x) | job seconds | paced seconds |')
+L.append('|---|---|---|---|---|---|')
+for kind in ('run', 'compaction'):
+    for s in ('effect', 'rate20', 'rate5'):
+        m = [r for r in rows if r['kind'] == kind and r['setting'] == s]
+        if not m:
+            continue
+        ratios = [float(r['ratio']) for r in m]
+        L.append('| %s | %s | %s | %d of %d | %s | %s |' % (
+            kind, s, ', '.join('%.2fx' % x for x in ratios), sum(1 for x in ratios if x <= 1.5), len(ratios),
+            ', '.join(r['job_s'] for r in m), ', '.join(r['paced_s'] for r in m)))
+L += ['', '| alone | setting | seconds |', '|---|---|---|']
+for a in alone:
+    L.append('| %s | %s | %s |' % (a['kind'], a['setting'], a['seconds']))
+open(out + '/summary.md', 'w').write('\n'.join(L) + '\n')
+print('\n'.join(L))
+PY
+echo "== results in $out"

@@ -1,0 +1,315 @@
+/*-------------------------------------------------------------------------
+ *
+ * commit_latency.c
+ *		What other sessions' commits wait, for the pacer (pace.c).
+ *
+ *		With the library preloaded, every session times its commits that
+ *		wrote: from XACT_EVENT_PRE_COMMIT to XACT_EVENT_COMMIT, which is
+ *		nearly all the commit record's WAL flush (and a synchronous standby's
+ *		answer).  Each such commit is counted in one of two histograms in
+ *		shared memory: "busy" while a run or compaction writes (each pacer
+ *		marks how long it writes, ac_commit_latency_busy), "quiet" otherwise.
+ *		The quiet histogram halves its counts every AC_QUIET_EPOCH_US of
+ *		quiet commits, so that it tells how long commits wait when no job
+ *		writes, lately; while jobs write it is left as it was.  A pacer
+ *		compares the busy commits of its last window with the quiet ones.
+ *		The commits of the jobs themselves are not counted.
+ *
+ *		Buckets are half powers of two of microseconds; a few atomic
+ *		additions per commit, no lock.  Without the library preloaded there
+ *		is nothing to read (ac_commit_latency_available).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <time.h>
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "port/pg_bitutils.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "pace/commit_latency.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_commit_latency);
+
+/* how many quiet microseconds halve the quiet histogram */
+#define AC_QUIET_EPOCH_US		(4 * USECS_PER_SEC)
+
+typedef struct AcCommitLatency
+{
+	pg_atomic_uint64 busy_until;	/* monotonic us: a job writes until then */
+	pg_atomic_uint64 quiet_epoch;	/* of the last halving */
+	pg_atomic_uint64 quiet[AC_LATENCY_BUCKETS];
+	pg_atomic_uint64 busy[AC_LATENCY_BUCKETS];
+} AcCommitLatency;
+
+static AcCommitLatency *ac_latency = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* this session's commit being timed (0: none) */
+static int64 ac_commit_started = 0;
+/* this session's transaction is a job's: its commit is not counted */
+static bool ac_commit_is_job = false;
+
+/* microseconds of a clock every process shares */
+int64
+ac_monotonic_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return GetCurrentTimestamp();
+	return (int64) ts.tv_sec * USECS_PER_SEC + ts.tv_nsec / 1000;
+}
+
+/* the bucket of a latency in microseconds: 0 below 16, then half powers of two */
+static int
+ac_latency_bucket(int64 us)
+{
+	int			k;
+	int			b;
+
+	if (us < 16)
+		return 0;
+	k = pg_leftmost_one_pos64((uint64) us);
+	b = 1 + 2 * (k - 4) + (us >= ((int64) 3 << (k - 1)) ? 1 : 0);
+	return Min(b, AC_LATENCY_BUCKETS - 1);
+}
+
+/* the upper end of bucket b, in microseconds */
+double
+ac_latency_bucket_end(int b)
+{
+	int			k;
+
+	if (b >= AC_LATENCY_BUCKETS - 1)
+		return 1e12;
+	/* bucket b + 1 begins where b ends */
+	b++;
+	k = 4 + (b - 1) / 2;
+	return (b - 1) % 2 ? (double) ((int64) 3 << (k - 1)) : (double) ((int64) 1 << k);
+}
+
+static void
+ac_latency_count(int64 us, int64 now)
+{
+	pg_atomic_uint64 *hist;
+	int			b = ac_latency_bucket(us);
+
+	if ((uint64) now < pg_atomic_read_u64(&ac_latency->busy_until))
+		hist = ac_latency->busy;
+	else
+	{
+		uint64		epoch = pg_atomic_read_u64(&ac_latency->quiet_epoch);
+
+		hist = ac_latency->quiet;
+		/* one session halves the counts (an addition meanwhile may be lost) */
+		if ((uint64) now >= epoch + AC_QUIET_EPOCH_US &&
+			pg_atomic_compare_exchange_u64(&ac_latency->quiet_epoch, &epoch, (uint64) now))
+		{
+			int			i;
+
+			for (i = 0; i < AC_LATENCY_BUCKETS; i++)
+			{
+				uint64		v = pg_atomic_read_u64(&hist[i]);
+
+				(void) pg_atomic_fetch_sub_u64(&hist[i], (int64) (v - v / 2));
+			}
+		}
+	}
+	(void) pg_atomic_fetch_add_u64(&hist[b], 1);
+}
+
+static void
+ac_latency_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* a commit that wrote flushes its record; one that did not, nothing */
+			ac_commit_started = 0;
+			if (!ac_commit_is_job && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+				ac_commit_started = ac_monotonic_us();
+			break;
+		case XACT_EVENT_COMMIT:
+			if (ac_commit_started != 0)
+			{
+				int64		now = ac_monotonic_us();
+
+				ac_latency_count(now - ac_commit_started, now);
+			}
+			ac_commit_started = 0;
+			ac_commit_is_job = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			ac_commit_started = 0;
+			ac_commit_is_job = false;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+ac_latency_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(AcCommitLatency)));
+}
+
+static void
+ac_latency_startup(void)
+{
+	bool		found;
+	int			i;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	ac_latency = ShmemInitStruct("archive_cluster commit latency", sizeof(AcCommitLatency), &found);
+	if (!found)
+	{
+		pg_atomic_init_u64(&ac_latency->busy_until, 0);
+		pg_atomic_init_u64(&ac_latency->quiet_epoch, 0);
+		for (i = 0; i < AC_LATENCY_BUCKETS; i++)
+		{
+			pg_atomic_init_u64(&ac_latency->quiet[i], 0);
+			pg_atomic_init_u64(&ac_latency->busy[i], 0);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Called from _PG_init() while preloading: shared memory and every session's timing. */
+void
+ac_commit_latency_init_hooks(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = ac_latency_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = ac_latency_startup;
+	RegisterXactCallback(ac_latency_xact_callback, NULL);
+}
+
+/* Whether commits are timed: the library was preloaded. */
+bool
+ac_commit_latency_available(void)
+{
+	return ac_latency != NULL;
+}
+
+/* This session's transaction is a job's: its commit is not counted. */
+void
+ac_commit_latency_job(void)
+{
+	ac_commit_is_job = true;
+}
+
+/* A job writes until "until" (monotonic us): commits till then are busy. */
+void
+ac_commit_latency_busy(int64 until)
+{
+	uint64		cur;
+
+	if (ac_latency == NULL)
+		return;
+	cur = pg_atomic_read_u64(&ac_latency->busy_until);
+	while (cur < (uint64) until &&
+		   !pg_atomic_compare_exchange_u64(&ac_latency->busy_until, &cur, (uint64) until))
+		;
+}
+
+/* Copies of the histograms (either may be NULL). */
+void
+ac_commit_latency_read(uint64 *busy, uint64 *quiet)
+{
+	int			i;
+
+	for (i = 0; i < AC_LATENCY_BUCKETS; i++)
+	{
+		if (busy)
+			busy[i] = ac_latency ? pg_atomic_read_u64(&ac_latency->busy[i]) : 0;
+		if (quiet)
+			quiet[i] = ac_latency ? pg_atomic_read_u64(&ac_latency->quiet[i]) : 0;
+	}
+}
+
+/*
+ * The q-quantile (0 < q < 1) of a histogram, in microseconds (the upper end
+ * of its bucket); *n: the commits counted.  0 when there are none.
+ */
+double
+ac_latency_quantile(const uint64 *counts, double q, uint64 *n)
+{
+	uint64		total = 0;
+	uint64		seen = 0;
+	int			i;
+
+	for (i = 0; i < AC_LATENCY_BUCKETS; i++)
+		total += counts[i];
+	*n = total;
+	if (total == 0)
+		return 0;
+	for (i = 0; i < AC_LATENCY_BUCKETS; i++)
+	{
+		seen += counts[i];
+		if ((double) seen >= q * (double) total)
+			return ac_latency_bucket_end(i);
+	}
+	return ac_latency_bucket_end(AC_LATENCY_BUCKETS - 1);
+}
+
+/*
+ * archive_cluster_commit_latency(): what the pacer compares, one row per
+ * histogram ("quiet": commits while no job wrote, lately; "busy": while a
+ * job wrote, since start-up): commits counted, and their p50, p90, p99 in
+ * milliseconds (the upper end of a bucket: within a factor of 1.5).
+ */
+Datum
+archive_cluster_commit_latency(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	uint64		busy[AC_LATENCY_BUCKETS];
+	uint64		quiet[AC_LATENCY_BUCKETS];
+	int			h;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (ac_latency == NULL)
+		return (Datum) 0;
+	ac_commit_latency_read(busy, quiet);
+	for (h = 0; h < 2; h++)
+	{
+		const uint64 *counts = h == 0 ? quiet : busy;
+		Datum		values[5];
+		bool		nulls[5] = {false};
+		uint64		n;
+		double		q[3] = {0.5, 0.9, 0.99};
+		int			i;
+
+		values[0] = CStringGetTextDatum(h == 0 ? "quiet" : "busy");
+		for (i = 0; i < 3; i++)
+		{
+			values[2 + i] = Float8GetDatum(ac_latency_quantile(counts, q[i], &n) / 1000.0);
+			nulls[2 + i] = (n == 0);
+		}
+		values[1] = Int64GetDatum((int64) n);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,269 @@
+/*-------------------------------------------------------------------------
+ *
+ * pace.c
+ *		Pacing a run or a compaction by what its WAL does to others.
+ *
+ *		A commit has to flush the WAL written before its commit record, a
+ *		job's too, and shares the WAL device with the job's writes, so a job
+ *		writing hundreds of megabytes in a few seconds makes every concurrent
+ *		commit wait (docs/benchmarks.md, target 5).  ac_pace() is called for
+ *		every row and index entry a job writes; it looks every 256 calls.
+ *
+ *		While other transactions write (took a transaction ID within the last
+ *		second), the job sleeps as needed to keep its own WAL under a rate.
+ *		Alone, it goes at full speed.  With archive_cluster.pacing = 'effect'
+ *		(the default) the rate follows what others' commits wait
+ *		(commit_latency.c): every window of about a second, the job compares
+ *		the p99 of the commits made while it wrote with the p99 of commits
+ *		while no job wrote; above archive_cluster.max_commit_slowdown times
+ *		that, the rate halves (down to archive_cluster.min_wal_rate), else it
+ *		grows by a tenth of the ceiling (run_max_wal_rate or
+ *		compaction_max_wal_rate), as TCP's congestion window does.  Without
+ *		the library preloaded, or with pacing = 'rate', the rate is the
+ *		ceiling (the behaviour of 1.0); 'off' does not pace.
+ *
+ *		It also waits, within the transaction's budget, while a standby or
+ *		subscriber lags more than archive_cluster.max_replica_lag
+ *		(replica_wait.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "executor/instrument.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+
+#include "base/guc.h"
+#include "pace/commit_latency.h"
+#include "pace/pace.h"
+#include "pace/progress.h"
+#include "pace/replica_wait.h"
+
+/* how long after the last sign of other writers a run still paces itself */
+#define AC_OTHERS_RECENT_US		1000000
+/* a window of the controller: at least this long, and this many commits */
+#define AC_WINDOW_US			1000000
+#define AC_WINDOW_MAX_US		3000000
+#define AC_WINDOW_COMMITS		50
+/* fewer quiet commits than this: no baseline yet */
+#define AC_BASE_COMMITS			50
+/* the quantile compared */
+#define AC_QUANTILE				0.99
+
+void
+ac_pace_init(AcPace *p, int rate_mb, bool always, uint32 wait_event)
+{
+	memset(p, 0, sizeof(AcPace));
+	/* the job's own commit flushes its batch: not one of the commits it watches */
+	ac_commit_latency_job();
+	p->rate_mb = rate_mb;
+	p->always = always;
+	p->wait_event = wait_event;
+	if (archive_cluster_pacing == AC_PACING_OFF)
+		p->rate_mb = 0;
+	/* 0: no limit, not paced at all */
+	p->effect = p->rate_mb > 0 && archive_cluster_pacing == AC_PACING_EFFECT &&
+		ac_commit_latency_available();
+	/* by effect: from a quarter of the ceiling, not below the floor nor above the ceiling */
+	p->rate = Min(Max(p->rate_mb / 4.0, (double) archive_cluster_min_wal_rate), (double) p->rate_mb);
+	p->min_rate = p->rate;
+}
+
+/* What the pacer did, for the run log. */
+void
+ac_pace_report(const AcPace *p, AcPaceReport *r)
+{
+	memset(r, 0, sizeof(AcPaceReport));
+	r->effect = p->effect;
+	r->paced = p->paced_us > 0;
+	r->rate = p->effect ? p->rate : p->rate_mb;
+	r->min_rate = p->effect ? p->min_rate : p->rate_mb;
+	r->slowdowns = p->slowdowns;
+	r->window_p99 = p->window_p99;
+	r->base_p99 = p->base_p99;
+}
+
+/*
+ * The run log's detail of a run or compaction that was paced by its effect
+ * on others' commits, waited for lagging standbys or subscribers, or
+ * stopped for them; NULL when none of these.
+ */
+char *
+ac_pace_detail(const AcPaceReport *r, int64 replica_us, bool lagged)
+{
+	StringInfoData buf;
+
+	if (!(r->effect && r->paced) && replica_us == 0 && !lagged)
+		return NULL;
+	initStringInfo(&buf);
+	if (r->effect && r->paced)
+		appendStringInfo(&buf, "paced by commit latency: %.1f MB/s at the end, %.1f at the lowest, halved %d times; "
+						 "commit p99 %.2f ms while writing, %.2f ms without",
+						 r->rate, r->min_rate, r->slowdowns, r->window_p99 / 1000.0, r->base_p99 / 1000.0);
+	if (replica_us > 0 || lagged)
+		appendStringInfo(&buf, "%swaited %.1f s for a lagging standby or subscriber",
+						 buf.len > 0 ? "; " : "", replica_us / 1000000.0);
+	if (lagged)
+		appendStringInfoString(&buf, "; stopped: replica lag");
+	return buf.data;
+}
+
+/* After a wait for lagging peers: the rate is measured from now on. */
+void
+ac_pace_restart(AcPace *p)
+{
+	p->pacing = false;
+}
+
+/*
+ * The controller's step at the end of a window: compare the p99 of the
+ * commits made while jobs wrote with that of quiet times, and set the rate.
+ */
+static void
+ac_pace_adjust(AcPace *p, int64 now)
+{
+	uint64		busy[AC_LATENCY_BUCKETS];
+	uint64		quiet[AC_LATENCY_BUCKETS];
+	uint64		n;
+	uint64		nbase;
+	double		ceiling = p->rate_mb;
+	int			i;
+
+	ac_commit_latency_read(busy, quiet);
+	for (i = 0; i < AC_LATENCY_BUCKETS; i++)
+	{
+		uint64		b = busy[i];
+
+		busy[i] -= p->window_busy[i];
+		p->window_busy[i] = b;
+	}
+	p->window_p99 = ac_latency_quantile(busy, AC_QUANTILE, &n);
+	p->base_p99 = ac_latency_quantile(quiet, AC_QUANTILE, &nbase);
+	p->window_commits = n;
+	p->window_start = now;
+	if (n >= AC_WINDOW_COMMITS / 5 && nbase >= AC_BASE_COMMITS &&
+		p->window_p99 > archive_cluster_max_commit_slowdown * p->base_p99)
+	{
+		p->rate = Min(Max(p->rate / 2, (double) archive_cluster_min_wal_rate), ceiling);
+		p->min_rate = Min(p->min_rate, p->rate);
+		p->slowdowns++;
+	}
+	else
+		p->rate = Min(p->rate + ceiling / 10, ceiling);
+	/* the new rate counts from now */
+	p->pacing = false;
+}
+
+/* What sets the rate now, among other writers. */
+static AcPaceReason
+ac_pace_reason(const AcPace *p)
+{
+	if (!p->effect)
+		return AC_PACE_RATE;
+	if (p->rate >= p->rate_mb)
+		return AC_PACE_CEILING;
+	if (p->rate <= archive_cluster_min_wal_rate)
+		return AC_PACE_FLOOR;
+	return AC_PACE_COMMITS;
+}
+
+void
+ac_pace(AcPace *p)
+{
+	FullTransactionId next;
+	TimestampTz now;
+	uint64		assigned;
+	double		ahead_ms;
+	int64		waited = p->replica_us;
+	int64		lag;
+	int			pid;
+
+	if (++p->calls % 256 != 0)
+		return;
+	/* a lagging peer first: the rate counts from after the wait */
+	(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);
+	if (p->replica_us != waited)
+		ac_pace_restart(p);
+	if (p->rate_mb <= 0 && !p->effect)
+	{
+		ac_progress_pace(0, AC_PACE_OFF, p->paced_us, p->replica_us, 0);
+		return;
+	}
+	now = GetCurrentTimestamp();
+	if (!p->always || p->effect)
+	{
+		next = ReadNextFullTransactionId();
+		if (p->calls == 256)
+			assigned = 0;		/* first look: nothing to compare with */
+		else
+			assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(p->next_xid);
+		/* our own transaction ID, assigned at the first write */
+		if (!p->had_xid && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+		{
+			p->had_xid = true;
+			if (assigned > 0)
+				assigned--;
+		}
+		p->next_xid = next;
+		if (assigned > 0)
+			p->others_seen = now;
+		if (p->calls == 256 || now - p->others_seen > AC_OTHERS_RECENT_US)
+		{
+			p->pacing = false;
+			ac_progress_pace(0, AC_PACE_ALONE, p->paced_us, p->replica_us, 0);
+			return;
+		}
+	}
+	if (p->effect)
+	{
+		int64		mono = ac_monotonic_us();
+
+		/* commits until a second from now are made while this job writes */
+		ac_commit_latency_busy(mono + AC_OTHERS_RECENT_US);
+		if (p->window_start == 0)
+		{
+			/* the first window: from now */
+			uint64		busy[AC_LATENCY_BUCKETS];
+
+			ac_commit_latency_read(busy, NULL);
+			memcpy(p->window_busy, busy, sizeof(busy));
+			p->window_start = mono;
+		}
+		else if (mono - p->window_start >= AC_WINDOW_US)
+		{
+			uint64		busy[AC_LATENCY_BUCKETS];
+			uint64		n = 0;
+			int			i;
+
+			ac_commit_latency_read(busy, NULL);
+			for (i = 0; i < AC_LATENCY_BUCKETS; i++)
+				n += busy[i] - p->window_busy[i];
+			if (n >= AC_WINDOW_COMMITS || mono - p->window_start >= AC_WINDOW_MAX_US)
+				ac_pace_adjust(p, mono);
+		}
+	}
+	ac_progress_pace(p->effect ? p->rate : p->rate_mb, ac_pace_reason(p), p->paced_us, p->replica_us, 0);
+	if (!p->pacing)
+	{
+		p->pacing = true;
+		p->pace_start = now;
+		p->pace_wal = pgWalUsage.wal_bytes;
+		return;
+	}
+	ahead_ms = (double) (pgWalUsage.wal_bytes - p->pace_wal) * 1000.0 /
+		((p->effect ? p->rate : p->rate_mb) * 1048576.0) -
+		(double) (now - p->pace_start) / 1000.0;
+	if (ahead_ms >= 1.0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 (long) Min(ahead_ms, 1000.0), p->wait_event);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		p->paced_us += GetCurrentTimestamp() - now;
+	}
+}
