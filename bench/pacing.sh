@@ -16,7 +16,12 @@
 # Last, a run and a compaction under each setting with nobody else writing:
 # their durations (pacing by effect must not make them slower than 20 MB/s).
 #
-#   sudo bench/pacing.sh [--rows N] [--rounds R] [--tail N] [--secs S] [--out DIR] [--port P]
+# Then a streaming standby (pg_basebackup -R on this machine) while runs go
+# on back to back among the inserts (--standby-runs each way, 0: none): its
+# replay lag every 100 ms, with archive_cluster.max_replica_lag at its
+# default and off, plotted (standby_lag.png).
+#
+#   sudo bench/pacing.sh [--rows N] [--rounds R] [--tail N] [--secs S] [--standby-runs N] [--out DIR] [--port P]
 #
 # Results: DIR/pacing.csv (one row per measurement), DIR/alone.csv,
 # DIR/summary.md; the run log rows (archive_cluster_runs: paced, detail).
@@ -30,6 +35,7 @@ rate=500
 clients=4
 out=""
 port=5580
+standby_runs=4
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=$2; shift 2 ;;
@@ -38,7 +44,8 @@ while [ $# -gt 0 ]; do
 		--secs) secs=$2; shift 2 ;;
 		--out) out=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
-		-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+		--standby-runs) standby_runs=$2; shift 2 ;;
+		-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
 		*) echo "pacing.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -168,6 +175,50 @@ for s in "${settings[@]}"; do
 	echo "compaction,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2)," | tee -a "$out/alone.csv"
 done
 
+# A streaming standby (pg_basebackup -R, on this machine) while runs go on
+# back to back among inserts: its replay lag, sampled every 100 ms, with
+# archive_cluster.max_replica_lag at its default and off (-1).
+if [ "$standby_runs" -gt 0 ]; then
+	echo "== standby: $standby_runs runs with max_replica_lag at its default, then $standby_runs with -1"
+	sport=$((port + 1))
+	sdata="$work/standby"
+	q -c "SELECT pg_create_physical_replication_slot('bench_standby')" >/dev/null
+	as_pg "$bindir/pg_basebackup" -h "$work" -p "$port" -D "$sdata" -R -S bench_standby -X stream >/dev/null
+	as_pg "$bindir/pg_ctl" -D "$sdata" -w -l "$work/standby.log" \
+		-o "-p $sport -k $work -c hot_standby=on -c wal_receiver_status_interval=1" start >/dev/null
+	standby_pid=$(head -1 "$sdata/postmaster.pid")
+	echo "   standby: pid $standby_pid, port $sport"
+	echo "t,setting,lag_bytes,bound_bytes" > "$out/standby_lag.csv"
+	for s in default off; do
+		val=DEFAULT
+		[ "$s" = off ] && val=-1
+		q -c "ALTER SYSTEM SET archive_cluster.max_replica_lag = $val" -c "SELECT pg_reload_conf()" >/dev/null
+		sleep 1
+		bound=$(q -c "SELECT CASE WHEN current_setting('archive_cluster.max_replica_lag') = '-1' THEN -1
+			ELSE pg_size_bytes(current_setting('archive_cluster.max_replica_lag')) END")
+		pgb "standby_$s" 3600 &
+		p=$!
+		( while :; do
+			echo "$(date +%s.%N),$s,$(q -c "SELECT coalesce(max(pg_current_wal_flush_lsn() - replay_lsn), 0) FROM pg_stat_replication"),$bound"
+			sleep 0.1
+		  done >> "$out/standby_lag.csv" ) &
+		sampler=$!
+		for i in $(seq 1 "$standby_runs"); do
+			add_tail
+			q -c "SELECT rows_moved FROM archive_cluster_run('t', force => true)" >/dev/null
+			q -c "VACUUM t_current" >/dev/null
+		done
+		sleep 5
+		kill "$sampler"
+		pkill -INT -f "log-prefix=standby_$s" || true
+		wait "$p" || true
+		echo "   $s: max lag $(awk -F, -v s="$s" '$2 == s { if ($3 > m) m = $3 } END { printf "%.0f MB", m / 1048576 }' "$out/standby_lag.csv")"
+	done
+	q -c "ALTER SYSTEM RESET archive_cluster.max_replica_lag" -c "SELECT pg_reload_conf()" >/dev/null
+	as_pg "$bindir/pg_ctl" -D "$sdata" -m fast -w stop >/dev/null || kill "$standby_pid" || true
+	q -c "SELECT pg_drop_replication_slot('bench_standby')" >/dev/null
+fi
+
 $PY - "$out" <<'PY'
 import csv, sys, statistics
 out = sys.argv[1]
@@ -188,6 +239,34 @@ for kind in ('run', 'compaction'):
 L += ['', '| alone | setting | seconds |', '|---|---|---|']
 for a in alone:
     L.append('| %s | %s | %s |' % (a['kind'], a['setting'], a['seconds']))
+import os
+if os.path.exists(out + '/standby_lag.csv'):
+    lag = list(csv.DictReader(open(out + '/standby_lag.csv')))
+    L += ['', '| standby, max_replica_lag | samples | max lag (MB) | bound (MB) |', '|---|---|---|---|']
+    for s in ('default', 'off'):
+        m = [r for r in lag if r['setting'] == s and r['lag_bytes'].strip()]
+        if m:
+            L.append('| %s | %d | %.0f | %s |' % (s, len(m), max(float(r['lag_bytes']) for r in m) / 1048576,
+                                             'none' if m[0]['bound_bytes'] == '-1' else '%.0f' % (float(m[0]['bound_bytes']) / 1048576)))
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(9, 4))
+        for s, color in (('default', 'tab:green'), ('off', 'tab:red')):
+            m = [r for r in lag if r['setting'] == s and r['lag_bytes'].strip()]
+            if m:
+                t0 = float(m[0]['t'])
+                ax.plot([float(r['t']) - t0 for r in m], [float(r['lag_bytes']) / 1048576 for r in m], color=color,
+                        label='max_replica_lag ' + ('256MB (default)' if s == 'default' else '-1 (off)'))
+        ax.axhline(256, color='gray', linestyle='--', label='the bound')
+        ax.set_xlabel('seconds'); ax.set_ylabel('standby replay lag (MB)'); ax.legend()
+        ax.set_title('A streaming standby while runs go on back to back among inserts')
+        fig.tight_layout(); fig.savefig(out + '/standby_lag.png', dpi=100)
+        L.append('')
+        L.append('![standby lag](standby_lag.png)')
+    except ImportError:
+        pass
 open(out + '/summary.md', 'w').write('\n'.join(L) + '\n')
 print('\n'.join(L))
 PY

@@ -4,7 +4,8 @@
 -- working (DML, runs, compaction, unregister), and the extension's objects
 -- are then exactly those of a fresh CREATE EXTENSION at the default
 -- version (compared in a second database by a digest of their definitions).
--- While 1.0 is the default version, the update has nothing to do.
+-- 1.1 adds the run log's paced_replicas and the views archive_cluster_progress
+-- and archive_cluster_commit_latency (archive_cluster--1.0--1.1.sql).
 \set from_version '1.0'
 -- a digest of the extension's objects: names, function definitions,
 -- view definitions, columns with types, defaults and NOT NULL, constraints
@@ -46,6 +47,9 @@ DELETE FROM uv WHERE id = 2;
 DELETE FROM ut WHERE id = 2;
 SELECT table_name, status, rows_moved FROM archive_cluster_run(force => true) ORDER BY 1;
 SELECT table_name, status, rows_rewritten FROM archive_cluster_compact(force => true) ORDER BY 1;
+-- 1.1's run log column, on the rows from before the update (its default) and after
+SELECT count(*) AS runs_logged, bool_and(paced_replicas = '0') AS none_waited FROM archive_cluster_runs;
+SELECT count(*) AS jobs_running FROM archive_cluster_progress;
 SELECT archive_cluster_alter('ut', hot_window => '2 hours');
 SELECT relation, mode, runs, total_rows_moved, compactions FROM archive_cluster_tables ORDER BY 1;
 SELECT archive_cluster_unregister('uv'), archive_cluster_unregister('ut');

@@ -90,6 +90,11 @@ lag_behind();
 my $runner = start_waiting_run('t', 'the run waits while the standby lags');
 is($primary->safe_psql('postgres', q{SELECT pg_relation_size('t_archive')}),
 	'0', 'no batch written while it waits');
+is( $primary->safe_psql('postgres',
+		q{SELECT relation || '|' || kind || '|' || started_by || '|' || phase || '|' || (replica_lag_bytes > 1024 * 1024)
+		  FROM archive_cluster_progress}),
+	't|archive|manual|waiting for a lagging standby or subscriber|t',
+	'archive_cluster_progress shows the call waiting, and how far the standby lags');
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
 my $out = $runner->query_safe('SELECT 1');
 $runner->quit;

@@ -448,7 +448,6 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, AcPaceReport 
 
 	/* the deletes and the writes in one command, after the SPI calls above */
 	cid = GetCurrentCommandId(true);
-	ac_progress_begin('c', cfg->relation, GetUserId(), ac_is_background_worker());
 	ac_progress_phase(AC_PHASE_SCANNING);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	tids = ac_collect_loose(c.arc, &loose, snapshot, &ntids, &nread);
@@ -536,7 +535,6 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, AcPaceReport 
 	ExecDropSingleTupleTableSlot(c.rowslot);
 	ac_writer_end(&c.settled);
 	ac_writer_end(&c.loose);
-	ac_progress_end();
 	UnregisterSnapshot(snapshot);
 	table_close(c.arc, NoLock);
 	CommandCounterIncrement();
@@ -564,6 +562,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 	char	   *relname;
 	AcPaceReport pace;
 
+	ac_progress_begin('c', cfg->relation, ac_relation_owner(cfg->current), ac_is_background_worker());
 	/* a call waits for lagging peers before it takes the table's locks, when due */
 	if (wait_replicas && (relname = get_rel_name(cfg->relation)) != NULL)
 	{
@@ -584,11 +583,15 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 			res->lagged = true;
 			res->replica_us = res->paced_us = waited;
 			res->status = AC_STATUS_LAGGED;
+			ac_progress_end();
 			return;
 		}
 	}
 	if (ac_table_begin(cfg, res) == NULL)
+	{
+		ac_progress_end();
 		return;
+	}
 
 	ac_switch_to_owner(cfg->current, &save_userid, &save_sec_context, &save_nestlevel);
 	owner = GetUserId();
@@ -596,6 +599,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 	{
 		ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 		res->status = "not due";
+		ac_progress_end();
 		return;
 	}
 	ac_flush_as_written();
@@ -616,6 +620,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 		log.detail = ac_pace_detail(&pace, res->replica_us, false);
 		ac_log_run(&log);
 	}
+	ac_progress_end();
 	ac_pause_point("before_commit", 3);
 }
 

@@ -418,7 +418,6 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	maxtids = Min(batch_rows, 1024 * 1024);
 	tids = palloc_extended(sizeof(ItemPointerData) * maxtids, MCXT_ALLOC_HUGE);
 
-	ac_progress_begin('a', cfg->relation, GetUserId(), ac_is_background_worker());
 	ac_progress_phase(AC_PHASE_SCANNING);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	scan = ac_table_beginscan(m.cur, snapshot, 0, NULL);
@@ -480,7 +479,6 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		}
 	}
 
-	ac_progress_end();
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
 	ExecDropSingleTupleTableSlot(scanslot);

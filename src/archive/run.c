@@ -58,8 +58,10 @@
 #include "archive/run.h"
 #include "archive/table_job.h"
 #include "base/util.h"
+#include "compat.h"
 #include "registry/config.h"
 #include "registry/replication.h"
+#include "pace/progress.h"
 #include "pace/replica_wait.h"
 #include "archive/threshold.h"
 
@@ -147,6 +149,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 	bool		careful;
 	int64		waited0 = ac_replica_waited_in_xact();
 
+	ac_progress_begin('a', cfg->relation, ac_relation_owner(cfg->current), ac_is_background_worker());
 	if (wait_replicas && (relname = get_rel_name(cfg->relation)) != NULL)
 	{
 		int64		waited = 0;
@@ -163,13 +166,17 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 			res->lagged = true;
 			res->replica_us = res->paced_us = waited;
 			res->status = AC_STATUS_LAGGED;
+			ac_progress_end();
 			return;
 		}
 	}
 
 	relname = ac_table_begin(cfg, res);
 	if (relname == NULL)
+	{
+		ac_progress_end();
 		return;
+	}
 	ac_refuse_if_half_published(cfg);
 
 	ac_compute_threshold(cfg, &th);
@@ -207,6 +214,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 		log.detail = ac_pace_detail(&mv.pace, res->replica_us, res->lagged);
 		ac_log_run(&log);
 	}
+	ac_progress_end();
 	ac_pause_point("before_commit", 3);
 }
 
