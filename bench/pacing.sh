@@ -125,18 +125,19 @@ measure() {	# measure ROUND KIND NAME SETTING
 		q -c "VACUUM t_current, t_archive" >/dev/null
 	fi
 	settle
-	pgb "base_$label" "$secs"
+	pgb "p99_base_$label" "$secs"
 	settle
 	# the inserts go on past the job: pgbench is stopped 3 s after it (its
-	# per-transaction log loses at most its last buffered lines, after the job)
-	pgb "run_$label" 900 &
+	# per-transaction log loses at most its last buffered lines, after the job;
+	# SIGINT would only cancel its query)
+	pgb "p99_run_$label" 900 &
 	p=$!
 	sleep 3
 	t0=$(date +%s.%N)
 	moved=$(q -c "$(job_sql "$kind" "$setting")" | tail -1)
 	t1=$(date +%s.%N)
 	sleep 3
-	pkill -INT -f "log-prefix=run_$label" || true
+	pkill -TERM -f "log-prefix=p99_run_$label" || true
 	wait "$p" || true
 	log=$(last_log)
 	$PY "$here/lib/report.py" p99window "$out/raw" "$label" "$t0" "$t1" "$moved" "$rows" \
@@ -210,7 +211,7 @@ if [ "$standby_runs" -gt 0 ]; then
 		done
 		sleep 5
 		kill "$sampler"
-		pkill -INT -f "log-prefix=standby_$s" || true
+		pkill -TERM -f "log-prefix=standby_$s" || true
 		wait "$p" || true
 		echo "   $s: max lag $(awk -F, -v s="$s" '$2 == s { if ($3 > m) m = $3 } END { printf "%.0f MB", m / 1048576 }' "$out/standby_lag.csv")"
 	done

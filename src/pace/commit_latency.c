@@ -3,11 +3,11 @@
  * commit_latency.c
  *		What other sessions' commits wait, for the pacer (pace.c).
  *
- *		With the library preloaded, every session times its commits that
- *		wrote: from XACT_EVENT_PRE_COMMIT to XACT_EVENT_COMMIT, which is
- *		nearly all the commit record's WAL flush (and a synchronous standby's
- *		answer).  Each such commit is counted in one of two histograms in
- *		shared memory: "busy" while a run or compaction writes (each pacer
+ *		With the library preloaded, every session times its transactions
+ *		that wrote, from their start to the end of their commit (the commit
+ *		record's WAL flush, and a synchronous standby's answer, included):
+ *		for a statement in autocommit, what its client waits, less the
+ *		network.  Each is counted in one of two histograms in shared memory: "busy" while a run or compaction writes (each pacer
  *		marks how long it writes, ac_commit_latency_busy), "quiet" otherwise.
  *		The quiet histogram halves its counts every AC_QUIET_EPOCH_US of
  *		quiet commits, so that it tells how long commits wait when no job
@@ -15,7 +15,7 @@
  *		compares the busy commits of its last window with the quiet ones.
  *		The commits of the jobs themselves are not counted.
  *
- *		Buckets are half powers of two of microseconds; a few atomic
+ *		Buckets are quarters of powers of two of microseconds; a few atomic
  *		additions per commit, no lock.  Without the library preloaded there
  *		is nothing to read (ac_commit_latency_available).
  *
@@ -74,7 +74,10 @@ ac_monotonic_us(void)
 	return (int64) ts.tv_sec * USECS_PER_SEC + ts.tv_nsec / 1000;
 }
 
-/* the bucket of a latency in microseconds: 0 below 16, then half powers of two */
+/*
+ * The bucket of a latency in microseconds: 0 below 16, then four per power
+ * of two (quarters of it: no bucket is more than 25% wide).
+ */
 static int
 ac_latency_bucket(int64 us)
 {
@@ -84,7 +87,7 @@ ac_latency_bucket(int64 us)
 	if (us < 16)
 		return 0;
 	k = pg_leftmost_one_pos64((uint64) us);
-	b = 1 + 2 * (k - 4) + (us >= ((int64) 3 << (k - 1)) ? 1 : 0);
+	b = 1 + 4 * (k - 4) + (int) (((us - ((int64) 1 << k)) * 4) >> k);
 	return Min(b, AC_LATENCY_BUCKETS - 1);
 }
 
@@ -98,8 +101,8 @@ ac_latency_bucket_end(int b)
 		return 1e12;
 	/* bucket b + 1 begins where b ends */
 	b++;
-	k = 4 + (b - 1) / 2;
-	return (b - 1) % 2 ? (double) ((int64) 3 << (k - 1)) : (double) ((int64) 1 << k);
+	k = 4 + (b - 1) / 4;
+	return (double) ((int64) 1 << k) * (1.0 + ((b - 1) % 4) / 4.0);
 }
 
 static void
@@ -138,18 +141,14 @@ ac_latency_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			/* a commit that wrote flushes its record; one that did not, nothing */
+			/* a transaction that wrote: from its start to its commit's end */
 			ac_commit_started = 0;
 			if (!ac_commit_is_job && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
-				ac_commit_started = ac_monotonic_us();
+				ac_commit_started = GetCurrentTransactionStartTimestamp();
 			break;
 		case XACT_EVENT_COMMIT:
-			if (ac_commit_started != 0)
-			{
-				int64		now = ac_monotonic_us();
-
-				ac_latency_count(now - ac_commit_started, now);
-			}
+			if (ac_commit_started != 0 && ac_latency != NULL)
+				ac_latency_count(GetCurrentTimestamp() - ac_commit_started, ac_monotonic_us());
 			ac_commit_started = 0;
 			ac_commit_is_job = false;
 			break;

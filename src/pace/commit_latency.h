@@ -8,8 +8,8 @@
 #ifndef ARCHIVE_CLUSTER_COMMIT_LATENCY_H
 #define ARCHIVE_CLUSTER_COMMIT_LATENCY_H
 
-/* half powers of two of microseconds, from 16 us to 8 s */
-#define AC_LATENCY_BUCKETS		40
+/* quarters of powers of two of microseconds, from 16 us to 8 s */
+#define AC_LATENCY_BUCKETS		80
 
 extern void ac_commit_latency_init_hooks(void);
 extern bool ac_commit_latency_available(void);

@@ -103,7 +103,7 @@ ac_pace_detail(const AcPaceReport *r, int64 replica_us, bool lagged)
 	initStringInfo(&buf);
 	if (r->effect && r->paced)
 		appendStringInfo(&buf, "paced by commit latency: %.1f MB/s at the end, %.1f at the lowest, halved %d times; "
-						 "commit p99 %.2f ms while writing, %.2f ms without",
+						 "p99 of others' writing transactions %.2f ms while writing, %.2f ms without",
 						 r->rate, r->min_rate, r->slowdowns, r->window_p99 / 1000.0, r->base_p99 / 1000.0);
 	if (replica_us > 0 || lagged)
 		appendStringInfo(&buf, "%swaited %.1f s for a lagging standby or subscriber",
