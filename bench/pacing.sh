@@ -16,12 +16,15 @@
 # Last, a run and a compaction under each setting with nobody else writing:
 # their durations (pacing by effect must not make them slower than 20 MB/s).
 #
-# Then a streaming standby (pg_basebackup -R on this machine) while runs go
-# on back to back among the inserts (--standby-runs each way, 0: none): its
-# replay lag every 100 ms, with archive_cluster.max_replica_lag at its
-# default and off, plotted (standby_lag.png).
+# Then a streaming standby (pg_basebackup -R on this machine, its processes
+# held to --standby-cpu percent of one CPU, default 20, so that it replays
+# slower than the primary writes) while runs go on back to back among the
+# inserts (--standby-runs each way, 0: none): its replay lag every 100 ms,
+# with archive_cluster.max_replica_lag at its default and off, plotted
+# (standby_lag.png).
 #
-#   sudo bench/pacing.sh [--rows N] [--rounds R] [--tail N] [--secs S] [--standby-runs N] [--out DIR] [--port P]
+#   sudo bench/pacing.sh [--rows N] [--rounds R] [--tail N] [--secs S] [--standby-runs N] [--standby-cpu PCT]
+#                        [--out DIR] [--port P]
 #
 # Results: DIR/pacing.csv (one row per measurement), DIR/alone.csv,
 # DIR/summary.md; the run log rows (archive_cluster_runs: paced, detail).
@@ -36,6 +39,7 @@ clients=4
 out=""
 port=5580
 standby_runs=4
+standby_cpu=20
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=$2; shift 2 ;;
@@ -45,7 +49,8 @@ while [ $# -gt 0 ]; do
 		--out) out=$2; shift 2 ;;
 		--port) port=$2; shift 2 ;;
 		--standby-runs) standby_runs=$2; shift 2 ;;
-		-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+		--standby-cpu) standby_cpu=$2; shift 2 ;;
+		-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
 		*) echo "pacing.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -60,6 +65,14 @@ throwaway_start pacing "$port" max_connections=40 shared_buffers=128MB \
 	maintenance_work_mem=128MB checkpoint_timeout=15min max_wal_size=4GB log_checkpoints=on \
 	archive_cluster.enabled=off
 q() { psql -At "$@"; }
+standby_pid=""
+stop_standby() {
+	if [ -n "$standby_pid" ] && kill -0 "$standby_pid" 2>/dev/null; then
+		as_pg "$bindir/pg_ctl" -D "$sdata" -m fast -w stop >/dev/null || kill "$standby_pid" || true
+	fi
+	standby_pid=""
+}
+trap 'stop_standby; throwaway_cleanup' EXIT
 echo "== server: port $port, data in $work; results in $out"
 echo "   machine: $(nproc) CPUs, $(free -g | awk '/Mem:/ {print $2}') GB; commit $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
 
@@ -76,6 +89,9 @@ SELECT archive_cluster_register('t', cluster_by => '{cid,ts}', age_column => 'ts
 SET archive_cluster.pacing = off;
 SELECT count(*) FROM archive_cluster_run('t', force => true);
 VACUUM ANALYZE t_current, t_archive;
+-- compacted once, so that each compaction measured takes the loose pages of one run
+SELECT count(*) FROM archive_cluster_compact('t', force => true);
+VACUUM t_archive;
 SQL
 echo "   $rows rows loaded and archived in $(( $(date +%s) - t_load )) s"
 
@@ -184,11 +200,17 @@ if [ "$standby_runs" -gt 0 ]; then
 	sport=$((port + 1))
 	sdata="$work/standby"
 	q -c "SELECT pg_create_physical_replication_slot('bench_standby')" >/dev/null
-	as_pg "$bindir/pg_basebackup" -h "$work" -p "$port" -D "$sdata" -R -S bench_standby -X stream >/dev/null
-	as_pg "$bindir/pg_ctl" -D "$sdata" -w -l "$work/standby.log" \
-		-o "-p $sport -k $work -c hot_standby=on -c wal_receiver_status_interval=1" start >/dev/null
+	as_pg "$bindir/pg_basebackup" -h "$work" -p "$port" -D "$sdata" -R -S bench_standby -X stream -c fast >/dev/null
+	# a standby that replays slower than the primary writes: its processes
+	# get --standby-cpu percent of one CPU (cgroup v1 cpu controller)
+	scg="/sys/fs/cgroup/cpu/archive_cluster_standby.$$"
+	mkdir -p "$scg"
+	echo 100000 > "$scg/cpu.cfs_period_us"
+	echo $((standby_cpu * 1000)) > "$scg/cpu.cfs_quota_us"
+	bash -c "echo \$\$ > '$scg/cgroup.procs'; exec runuser -u postgres -- '$bindir/pg_ctl' -D '$sdata' -w -l '$work/standby.log' \
+		-o '-p $sport -k $work -c hot_standby=on -c wal_receiver_status_interval=1' start" >/dev/null
 	standby_pid=$(head -1 "$sdata/postmaster.pid")
-	echo "   standby: pid $standby_pid, port $sport"
+	echo "   standby: pid $standby_pid, port $sport, $standby_cpu% of a CPU ($scg)"
 	echo "t,setting,lag_bytes,bound_bytes" > "$out/standby_lag.csv"
 	for s in default off; do
 		val=DEFAULT
@@ -216,7 +238,8 @@ if [ "$standby_runs" -gt 0 ]; then
 		echo "   $s: max lag $(awk -F, -v s="$s" '$2 == s { if ($3 > m) m = $3 } END { printf "%.0f MB", m / 1048576 }' "$out/standby_lag.csv")"
 	done
 	q -c "ALTER SYSTEM RESET archive_cluster.max_replica_lag" -c "SELECT pg_reload_conf()" >/dev/null
-	as_pg "$bindir/pg_ctl" -D "$sdata" -m fast -w stop >/dev/null || kill "$standby_pid" || true
+	stop_standby
+	rmdir "$scg" 2>/dev/null || true
 	q -c "SELECT pg_drop_replication_slot('bench_standby')" >/dev/null
 fi
 
