@@ -562,7 +562,7 @@ ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char 
 	char	   *relname;
 	AcPaceReport pace;
 
-	ac_progress_begin('c', cfg->relation, ac_relation_owner(cfg->current), ac_is_background_worker());
+	ac_progress_begin('c', cfg->relation, cfg->current, ac_is_background_worker());
 	/* a call waits for lagging peers before it takes the table's locks, when due */
 	if (wait_replicas && (relname = get_rel_name(cfg->relation)) != NULL)
 	{

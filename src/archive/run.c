@@ -149,7 +149,7 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 	bool		careful;
 	int64		waited0 = ac_replica_waited_in_xact();
 
-	ac_progress_begin('a', cfg->relation, ac_relation_owner(cfg->current), ac_is_background_worker());
+	ac_progress_begin('a', cfg->relation, cfg->current, ac_is_background_worker());
 	if (wait_replicas && (relname = get_rel_name(cfg->relation)) != NULL)
 	{
 		int64		waited = 0;

@@ -380,7 +380,8 @@ ac_define_gucs(void)
 
 	DefineCustomIntVariable("archive_cluster.compaction_max_wal_rate",
 							"Megabytes of WAL per second a compaction writes at most.",
-							"A compaction is paced whether others write or not.  0: no limit.",
+							"The ceiling of pacing by effect; with archive_cluster.pacing = rate, the rate, "
+							"whether others write or not.  0: no limit.",
 							&archive_cluster_compaction_max_wal_rate,
 							20, 0, 10000,
 							PGC_USERSET, 0,

@@ -3,15 +3,16 @@
  * commit_latency.c
  *		What other sessions' commits wait, for the pacer (pace.c).
  *
- *		With the library preloaded, every session times its transactions
- *		that wrote, from their start to the end of their commit (the commit
- *		record's WAL flush, and a synchronous standby's answer, included):
- *		for a statement in autocommit, what its client waits, less the
- *		network.  Each is counted in one of two histograms in shared memory: "busy" while a run or compaction writes (each pacer
+ *		With the library preloaded, every client session times its
+ *		transactions that wrote, from the start of their last statement to
+ *		the end of their commit (the commit record's WAL flush, and a
+ *		synchronous standby's answer, included): for a statement in
+ *		autocommit, what its client waits, less the network.  Each is
+ *		counted in one of two histograms in shared memory: "busy" while a run or compaction writes (each pacer
  *		marks how long it writes, ac_commit_latency_busy), "quiet" otherwise.
- *		The quiet histogram halves its counts every AC_QUIET_EPOCH_US of
- *		quiet commits, so that it tells how long commits wait when no job
- *		writes, lately; while jobs write it is left as it was.  A pacer
+ *		The quiet histogram halves its counts for every AC_QUIET_EPOCH_US gone
+ *		by at its next quiet commit, so that it tells how long commits take
+ *		when no job writes, lately; while jobs write it is left as it was.  A pacer
  *		compares the busy commits of its last window with the quiet ones.
  *		The commits of the jobs themselves are not counted.
  *
@@ -22,8 +23,6 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <time.h>
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -43,13 +42,24 @@
 
 PG_FUNCTION_INFO_V1(archive_cluster_commit_latency);
 
-/* how many quiet microseconds halve the quiet histogram */
+/* how many microseconds of quiet commits halve the quiet histogram */
 #define AC_QUIET_EPOCH_US		(4 * USECS_PER_SEC)
+/* a job moves busy_until only when it is this much short of its new end */
+#define AC_BUSY_SLACK_US		100000
 
 typedef struct AcCommitLatency
 {
-	pg_atomic_uint64 busy_until;	/* monotonic us: a job writes until then */
-	pg_atomic_uint64 quiet_epoch;	/* of the last halving */
+	/* each on a cache line of its own: every commit reads the first */
+	union
+	{
+		pg_atomic_uint64 v;		/* TimestampTz: a job writes until then */
+		char		pad[PG_CACHE_LINE_SIZE];
+	}			busy_until;
+	union
+	{
+		pg_atomic_uint64 v;		/* TimestampTz of the last halving */
+		char		pad[PG_CACHE_LINE_SIZE];
+	}			quiet_epoch;
 	pg_atomic_uint64 quiet[AC_LATENCY_BUCKETS];
 	pg_atomic_uint64 busy[AC_LATENCY_BUCKETS];
 } AcCommitLatency;
@@ -59,20 +69,9 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* this session's commit being timed (0: none) */
-static int64 ac_commit_started = 0;
+static TimestampTz ac_commit_started = 0;
 /* this session's transaction is a job's: its commit is not counted */
 static bool ac_commit_is_job = false;
-
-/* microseconds of a clock every process shares */
-int64
-ac_monotonic_us(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		return GetCurrentTimestamp();
-	return (int64) ts.tv_sec * USECS_PER_SEC + ts.tv_nsec / 1000;
-}
 
 /*
  * The bucket of a latency in microseconds: 0 below 16, then four per power
@@ -91,64 +90,86 @@ ac_latency_bucket(int64 us)
 	return Min(b, AC_LATENCY_BUCKETS - 1);
 }
 
-/* the upper end of bucket b, in microseconds */
-double
+/* the upper end of bucket b, in microseconds (the last: twice its start) */
+static double
 ac_latency_bucket_end(int b)
 {
 	int			k;
 
 	if (b >= AC_LATENCY_BUCKETS - 1)
-		return 1e12;
+		return 2.0 * ac_latency_bucket_end(AC_LATENCY_BUCKETS - 2);
 	/* bucket b + 1 begins where b ends */
 	b++;
 	k = 4 + (b - 1) / 4;
 	return (double) ((int64) 1 << k) * (1.0 + ((b - 1) % 4) / 4.0);
 }
 
+/*
+ * Halve the quiet counts once per epoch gone by (the session that moves the
+ * epoch does it); each bucket by a compare-and-exchange, so that two
+ * sessions halving at once cannot take more than it holds.
+ */
 static void
-ac_latency_count(int64 us, int64 now)
+ac_latency_decay(TimestampTz now)
 {
-	pg_atomic_uint64 *hist;
-	int			b = ac_latency_bucket(us);
+	uint64		epoch = pg_atomic_read_u64(&ac_latency->quiet_epoch.v);
+	int64		epochs;
+	int			i;
 
-	if ((uint64) now < pg_atomic_read_u64(&ac_latency->busy_until))
-		hist = ac_latency->busy;
-	else
+	if ((uint64) now < epoch + AC_QUIET_EPOCH_US ||
+		!pg_atomic_compare_exchange_u64(&ac_latency->quiet_epoch.v, &epoch, (uint64) now))
+		return;
+	epochs = epoch == 0 ? 1 : ((uint64) now - epoch) / AC_QUIET_EPOCH_US;
+	for (i = 0; i < AC_LATENCY_BUCKETS; i++)
 	{
-		uint64		epoch = pg_atomic_read_u64(&ac_latency->quiet_epoch);
+		uint64		v = pg_atomic_read_u64(&ac_latency->quiet[i]);
 
-		hist = ac_latency->quiet;
-		/* one session halves the counts (an addition meanwhile may be lost) */
-		if ((uint64) now >= epoch + AC_QUIET_EPOCH_US &&
-			pg_atomic_compare_exchange_u64(&ac_latency->quiet_epoch, &epoch, (uint64) now))
-		{
-			int			i;
-
-			for (i = 0; i < AC_LATENCY_BUCKETS; i++)
-			{
-				uint64		v = pg_atomic_read_u64(&hist[i]);
-
-				(void) pg_atomic_fetch_sub_u64(&hist[i], (int64) (v - v / 2));
-			}
-		}
+		while (!pg_atomic_compare_exchange_u64(&ac_latency->quiet[i], &v,
+												epochs >= 64 ? 0 : v >> epochs))
+			;
 	}
-	(void) pg_atomic_fetch_add_u64(&hist[b], 1);
 }
 
+static void
+ac_latency_count(int64 us, TimestampTz now)
+{
+	int			b = ac_latency_bucket(us);
+
+	if ((uint64) now < pg_atomic_read_u64(&ac_latency->busy_until.v))
+		(void) pg_atomic_fetch_add_u64(&ac_latency->busy[b], 1);
+	else
+	{
+		ac_latency_decay(now);
+		(void) pg_atomic_fetch_add_u64(&ac_latency->quiet[b], 1);
+	}
+}
+
+/*
+ * Client sessions time their transactions that wrote: from the start of
+ * their last statement to the end of the commit.  In autocommit that is the
+ * whole statement, as its client waits for it; an explicit COMMIT, the
+ * commit alone (a client's think time inside a transaction is not counted).
+ * Background workers (logical replication's apply, the jobs themselves) are
+ * not timed.
+ */
 static void
 ac_latency_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			/* a transaction that wrote: from its start to its commit's end */
 			ac_commit_started = 0;
-			if (!ac_commit_is_job && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
-				ac_commit_started = GetCurrentTransactionStartTimestamp();
+			if (!ac_commit_is_job && MyBackendType == B_BACKEND &&
+				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+				ac_commit_started = GetCurrentStatementStartTimestamp();
 			break;
 		case XACT_EVENT_COMMIT:
 			if (ac_commit_started != 0 && ac_latency != NULL)
-				ac_latency_count(GetCurrentTimestamp() - ac_commit_started, ac_monotonic_us());
+			{
+				TimestampTz now = GetCurrentTimestamp();
+
+				ac_latency_count(now - ac_commit_started, now);
+			}
 			ac_commit_started = 0;
 			ac_commit_is_job = false;
 			break;
@@ -184,8 +205,8 @@ ac_latency_startup(void)
 	ac_latency = ShmemInitStruct("archive_cluster commit latency", sizeof(AcCommitLatency), &found);
 	if (!found)
 	{
-		pg_atomic_init_u64(&ac_latency->busy_until, 0);
-		pg_atomic_init_u64(&ac_latency->quiet_epoch, 0);
+		pg_atomic_init_u64(&ac_latency->busy_until.v, 0);
+		pg_atomic_init_u64(&ac_latency->quiet_epoch.v, 0);
 		for (i = 0; i < AC_LATENCY_BUCKETS; i++)
 		{
 			pg_atomic_init_u64(&ac_latency->quiet[i], 0);
@@ -220,17 +241,21 @@ ac_commit_latency_job(void)
 	ac_commit_is_job = true;
 }
 
-/* A job writes until "until" (monotonic us): commits till then are busy. */
+/*
+ * A job writes among others until "until": commits till then are busy.
+ * The shared end moves only when it is AC_BUSY_SLACK_US short, so that a
+ * job does not write that cache line at every look.
+ */
 void
-ac_commit_latency_busy(int64 until)
+ac_commit_latency_busy(TimestampTz until)
 {
 	uint64		cur;
 
 	if (ac_latency == NULL)
 		return;
-	cur = pg_atomic_read_u64(&ac_latency->busy_until);
-	while (cur < (uint64) until &&
-		   !pg_atomic_compare_exchange_u64(&ac_latency->busy_until, &cur, (uint64) until))
+	cur = pg_atomic_read_u64(&ac_latency->busy_until.v);
+	while (cur + AC_BUSY_SLACK_US < (uint64) until &&
+		   !pg_atomic_compare_exchange_u64(&ac_latency->busy_until.v, &cur, (uint64) until))
 		;
 }
 

@@ -50,6 +50,8 @@
 #define AC_WINDOW_US			1000000
 #define AC_WINDOW_MAX_US		3000000
 #define AC_WINDOW_COMMITS		50
+/* fewer busy commits in a window than this: too few to tell */
+#define AC_WINDOW_MIN_COMMITS	10
 /* fewer quiet commits than this: no baseline yet */
 #define AC_BASE_COMMITS			50
 /* the quantile compared */
@@ -86,6 +88,7 @@ ac_pace_report(const AcPace *p, AcPaceReport *r)
 	r->slowdowns = p->slowdowns;
 	r->window_p99 = p->window_p99;
 	r->base_p99 = p->base_p99;
+	r->window_commits = p->window_commits;
 }
 
 /*
@@ -102,36 +105,44 @@ ac_pace_detail(const AcPaceReport *r, int64 replica_us, bool lagged)
 		return NULL;
 	initStringInfo(&buf);
 	if (r->effect && r->paced)
-		appendStringInfo(&buf, "paced by commit latency: %.1f MB/s at the end, %.1f at the lowest, halved %d times; "
-						 "p99 of others' writing transactions %.2f ms while writing, %.2f ms without",
-						 r->rate, r->min_rate, r->slowdowns, r->window_p99 / 1000.0, r->base_p99 / 1000.0);
+	{
+		appendStringInfo(&buf, "paced by commit latency: %.1f MB/s at the end, %.1f at the lowest, halved %d times",
+						 r->rate, r->min_rate, r->slowdowns);
+		if (r->window_commits >= AC_WINDOW_MIN_COMMITS)
+			appendStringInfo(&buf, "; p99 of others' writing transactions %.2f ms in the last window, %.2f ms without jobs",
+							 r->window_p99 / 1000.0, r->base_p99 / 1000.0);
+	}
 	if (replica_us > 0 || lagged)
 		appendStringInfo(&buf, "%swaited %.1f s for a lagging standby or subscriber",
 						 buf.len > 0 ? "; " : "", replica_us / 1000000.0);
 	if (lagged)
-		appendStringInfoString(&buf, "; stopped: replica lag");
+		appendStringInfoString(&buf, "; " AC_STATUS_LAGGED);
 	return buf.data;
 }
 
-/* After a wait for lagging peers: the rate is measured from now on. */
+/* After a wait for lagging peers: the rate, and a window, count from now on. */
 void
 ac_pace_restart(AcPace *p)
 {
 	p->pacing = false;
+	p->window_start = 0;
 }
 
 /*
- * The controller's step at the end of a window: compare the p99 of the
- * commits made while jobs wrote with that of quiet times, and set the rate.
+ * The controller's step at the end of a window: compare a high quantile of
+ * the transactions made while jobs wrote (the p99, or with fewer than 100 in
+ * the window the one its largest stands for) with the same quantile of quiet
+ * times, and set the rate.
  */
 static void
-ac_pace_adjust(AcPace *p, int64 now)
+ac_pace_adjust(AcPace *p, TimestampTz now)
 {
 	uint64		busy[AC_LATENCY_BUCKETS];
 	uint64		quiet[AC_LATENCY_BUCKETS];
-	uint64		n;
+	uint64		n = 0;
 	uint64		nbase;
 	double		ceiling = p->rate_mb;
+	double		q;
 	int			i;
 
 	ac_commit_latency_read(busy, quiet);
@@ -141,21 +152,30 @@ ac_pace_adjust(AcPace *p, int64 now)
 
 		busy[i] -= p->window_busy[i];
 		p->window_busy[i] = b;
+		n += busy[i];
 	}
-	p->window_p99 = ac_latency_quantile(busy, AC_QUANTILE, &n);
-	p->base_p99 = ac_latency_quantile(quiet, AC_QUANTILE, &nbase);
-	p->window_commits = n;
 	p->window_start = now;
-	if (n >= AC_WINDOW_COMMITS / 5 && nbase >= AC_BASE_COMMITS &&
-		p->window_p99 > archive_cluster_max_commit_slowdown * p->base_p99)
+	p->window_commits = n;
+	if (n >= AC_WINDOW_MIN_COMMITS)
 	{
-		p->rate = Min(Max(p->rate / 2, (double) archive_cluster_min_wal_rate), ceiling);
-		p->min_rate = Min(p->min_rate, p->rate);
-		p->slowdowns++;
+		q = Min(AC_QUANTILE, 1.0 - 1.0 / n);
+		p->window_p99 = ac_latency_quantile(busy, q, &n);
+		p->base_p99 = ac_latency_quantile(quiet, q, &nbase);
+		if (nbase >= AC_BASE_COMMITS &&
+			p->window_p99 > archive_cluster_max_commit_slowdown * p->base_p99)
+		{
+			double		rate = Min(Max(p->rate / 2, (double) archive_cluster_min_wal_rate), ceiling);
+
+			if (rate < p->rate)
+				p->slowdowns++;
+			p->rate = rate;
+			p->min_rate = Min(p->min_rate, p->rate);
+			p->pacing = false;	/* the new rate counts from now */
+			return;
+		}
 	}
-	else
-		p->rate = Min(p->rate + ceiling / 10, ceiling);
-	/* the new rate counts from now */
+	/* fine, or too few to tell (few others write): faster */
+	p->rate = Min(p->rate + ceiling / 10, ceiling);
 	p->pacing = false;
 }
 
@@ -172,16 +192,42 @@ ac_pace_reason(const AcPace *p)
 	return AC_PACE_COMMITS;
 }
 
+/*
+ * Did others begin writing (take a transaction ID) within the last second?
+ * The first look has nothing to compare with: no.
+ */
+static bool
+ac_pace_others_write(AcPace *p, TimestampTz now)
+{
+	FullTransactionId next = ReadNextFullTransactionId();
+	uint64		assigned;
+
+	if (p->calls == 256)
+		assigned = 0;
+	else
+		assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(p->next_xid);
+	/* our own transaction ID, assigned at the first write */
+	if (!p->had_xid && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+	{
+		p->had_xid = true;
+		if (assigned > 0)
+			assigned--;
+	}
+	p->next_xid = next;
+	if (assigned > 0)
+		p->others_seen = now;
+	return p->calls != 256 && now - p->others_seen <= AC_OTHERS_RECENT_US;
+}
+
 void
 ac_pace(AcPace *p)
 {
-	FullTransactionId next;
 	TimestampTz now;
-	uint64		assigned;
 	double		ahead_ms;
 	int64		waited = p->replica_us;
 	int64		lag;
 	int			pid;
+	bool		others;
 
 	if (++p->calls % 256 != 0)
 		return;
@@ -189,52 +235,33 @@ ac_pace(AcPace *p)
 	(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);
 	if (p->replica_us != waited)
 		ac_pace_restart(p);
-	if (p->rate_mb <= 0 && !p->effect)
+	now = GetCurrentTimestamp();
+	others = ac_pace_others_write(p, now);
+	/* commits until a second from now are made while a job writes: whatever its pacing */
+	if (others)
+		ac_commit_latency_busy(now + AC_OTHERS_RECENT_US);
+	if (p->rate_mb <= 0)
 	{
-		ac_progress_pace(0, AC_PACE_OFF, p->paced_us, p->replica_us, 0);
+		ac_progress_pace(0, AC_PACE_OFF, p->paced_us);
 		return;
 	}
-	now = GetCurrentTimestamp();
-	if (!p->always || p->effect)
+	/* alone (a compaction under pacing = 'rate' paces anyway, as 1.0) */
+	if (!others && !(p->always && !p->effect))
 	{
-		next = ReadNextFullTransactionId();
-		if (p->calls == 256)
-			assigned = 0;		/* first look: nothing to compare with */
-		else
-			assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(p->next_xid);
-		/* our own transaction ID, assigned at the first write */
-		if (!p->had_xid && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
-		{
-			p->had_xid = true;
-			if (assigned > 0)
-				assigned--;
-		}
-		p->next_xid = next;
-		if (assigned > 0)
-			p->others_seen = now;
-		if (p->calls == 256 || now - p->others_seen > AC_OTHERS_RECENT_US)
-		{
-			p->pacing = false;
-			ac_progress_pace(0, AC_PACE_ALONE, p->paced_us, p->replica_us, 0);
-			return;
-		}
+		p->pacing = false;
+		p->window_start = 0;
+		ac_progress_pace(0, AC_PACE_ALONE, p->paced_us);
+		return;
 	}
 	if (p->effect)
 	{
-		int64		mono = ac_monotonic_us();
-
-		/* commits until a second from now are made while this job writes */
-		ac_commit_latency_busy(mono + AC_OTHERS_RECENT_US);
 		if (p->window_start == 0)
 		{
 			/* the first window: from now */
-			uint64		busy[AC_LATENCY_BUCKETS];
-
-			ac_commit_latency_read(busy, NULL);
-			memcpy(p->window_busy, busy, sizeof(busy));
-			p->window_start = mono;
+			ac_commit_latency_read(p->window_busy, NULL);
+			p->window_start = now;
 		}
-		else if (mono - p->window_start >= AC_WINDOW_US)
+		else if (now - p->window_start >= AC_WINDOW_US)
 		{
 			uint64		busy[AC_LATENCY_BUCKETS];
 			uint64		n = 0;
@@ -243,11 +270,11 @@ ac_pace(AcPace *p)
 			ac_commit_latency_read(busy, NULL);
 			for (i = 0; i < AC_LATENCY_BUCKETS; i++)
 				n += busy[i] - p->window_busy[i];
-			if (n >= AC_WINDOW_COMMITS || mono - p->window_start >= AC_WINDOW_MAX_US)
-				ac_pace_adjust(p, mono);
+			if (n >= AC_WINDOW_COMMITS || now - p->window_start >= AC_WINDOW_MAX_US)
+				ac_pace_adjust(p, now);
 		}
 	}
-	ac_progress_pace(p->effect ? p->rate : p->rate_mb, ac_pace_reason(p), p->paced_us, p->replica_us, 0);
+	ac_progress_pace(p->effect ? p->rate : p->rate_mb, ac_pace_reason(p), p->paced_us);
 	if (!p->pacing)
 	{
 		p->pacing = true;

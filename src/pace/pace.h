@@ -16,9 +16,9 @@
 typedef struct AcPace
 {
 	int			rate_mb;		/* MB/s of WAL at most; <= 0: not paced */
-	bool		always;			/* also alone, not only among other writers */
+	bool		always;			/* pacing = 'rate': also alone (compactions, as 1.0) */
 	uint32		wait_event;
-	int			calls;
+	uint64		calls;
 	FullTransactionId next_xid; /* at the previous look */
 	bool		had_xid;		/* our own transaction ID was assigned */
 	TimestampTz others_seen;	/* when others last began writing */
@@ -49,6 +49,7 @@ typedef struct AcPaceReport
 	int			slowdowns;		/* times it halved */
 	double		window_p99;		/* us, the last window's busy commits */
 	double		base_p99;		/* us, quiet commits */
+	uint64		window_commits;	/* in the last window */
 } AcPaceReport;
 
 extern void ac_pace_init(AcPace *p, int rate_mb, bool always, uint32 wait_event);

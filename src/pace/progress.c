@@ -19,7 +19,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/twophase.h"
+#include "catalog/pg_class.h"
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "executor/instrument.h"
@@ -33,6 +35,7 @@
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -67,8 +70,9 @@ static AcProgressSlot *ac_progress = NULL;
 static int	ac_progress_nslots = 0;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-/* this backend's slot while it runs a job */
+/* this backend's slot while it runs a job, and its (sub)transaction's level */
 static AcProgressSlot *ac_my_progress = NULL;
+static int	ac_my_level = 0;
 static uint64 ac_my_wal_start = 0;
 
 static const char *const ac_phase_names[] = {
@@ -134,6 +138,16 @@ ac_progress_xact_callback(XactEvent event, void *arg)
 		ac_progress_end();
 }
 
+/* a subtransaction the job ran in aborted (a table's error in a call over several) */
+static void
+ac_progress_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && ac_my_progress != NULL &&
+		ac_my_level >= GetCurrentTransactionNestLevel())
+		ac_progress_end();
+}
+
 /* Called from _PG_init() while preloading. */
 void
 ac_progress_init_hooks(void)
@@ -143,19 +157,41 @@ ac_progress_init_hooks(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = ac_progress_startup;
 	RegisterXactCallback(ac_progress_xact_callback, NULL);
+	RegisterSubXactCallback(ac_progress_subxact_callback, NULL);
 }
 
-/* A job of kind ('a' a run, 'c' a compaction) on relid starts, run as run_as. */
+/* the owner of a relation, InvalidOid when it is gone (no error) */
+static Oid
+ac_progress_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner = InvalidOid;
+
+	if (HeapTupleIsValid(tup))
+	{
+		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		ReleaseSysCache(tup);
+	}
+	return owner;
+}
+
+/*
+ * A job of kind ('a' a run, 'c' a compaction) on registered table relid
+ * starts; it runs as the owner of owned_by (its current tier).
+ */
 void
-ac_progress_begin(char kind, Oid relid, Oid run_as, bool worker)
+ac_progress_begin(char kind, Oid relid, Oid owned_by, bool worker)
 {
 	AcProgressSlot *s;
 	int			n = ac_proc_number();
+	Oid			run_as;
 
 	if (ac_progress == NULL || n < 0 || n >= ac_progress_nslots)
 		return;
+	run_as = ac_progress_owner(owned_by);
 	s = &ac_progress[n];
 	ac_my_progress = s;
+	ac_my_level = GetCurrentTransactionNestLevel();
 	ac_my_wal_start = pgWalUsage.wal_bytes;
 	AC_PROGRESS_WRITE_BEGIN(s);
 	s->pid = MyProcPid;
@@ -216,9 +252,9 @@ ac_progress_rows(int64 done)
 	AC_PROGRESS_WRITE_END(s);
 }
 
-/* The pace now (pace.c, every look): rate in MB/s (0: none), why, times. */
+/* The pace now (pace.c, every look): rate in MB/s (0: none), why, time slept. */
 void
-ac_progress_pace(double rate, AcPaceReason reason, int64 paced_us, int64 replica_us, int64 lag_bytes)
+ac_progress_pace(double rate, AcPaceReason reason, int64 paced_us)
 {
 	AcProgressSlot *s = ac_my_progress;
 
@@ -228,15 +264,16 @@ ac_progress_pace(double rate, AcPaceReason reason, int64 paced_us, int64 replica
 	s->rate = rate;
 	s->reason = reason;
 	s->paced_us = paced_us;
-	s->replica_us = replica_us;
-	s->lag_bytes = lag_bytes;
 	s->wal_bytes = (int64) (pgWalUsage.wal_bytes - ac_my_wal_start);
 	AC_PROGRESS_WRITE_END(s);
 }
 
-/* Waiting for a lagging peer (lag_bytes behind), or done waiting. */
+/*
+ * Waiting for a lagging peer, lag_bytes behind (again at each look while it
+ * waits); or done waiting, after waited_us.
+ */
 void
-ac_progress_waiting(bool waiting, int64 lag_bytes)
+ac_progress_waiting(bool waiting, int64 lag_bytes, int64 waited_us)
 {
 	static AcPhase before = AC_PHASE_STARTING;
 	AcProgressSlot *s = ac_my_progress;
@@ -252,6 +289,7 @@ ac_progress_waiting(bool waiting, int64 lag_bytes)
 	else if (!waiting && s->phase == AC_PHASE_WAITING_REPLICA)
 		s->phase = before;
 	s->lag_bytes = waiting ? lag_bytes : 0;
+	s->replica_us += waited_us;
 	AC_PROGRESS_WRITE_END(s);
 }
 

@@ -31,13 +31,12 @@ typedef enum AcPaceReason
 } AcPaceReason;
 
 extern void ac_progress_init_hooks(void);
-extern void ac_progress_begin(char kind, Oid relid, Oid run_as, bool worker);
+extern void ac_progress_begin(char kind, Oid relid, Oid owned_by, bool worker);
 extern void ac_progress_phase(AcPhase phase);
 extern void ac_progress_batch(int64 planned);
 extern void ac_progress_rows(int64 done);
-extern void ac_progress_pace(double rate, AcPaceReason reason, int64 paced_us, int64 replica_us,
-							 int64 lag_bytes);
-extern void ac_progress_waiting(bool waiting, int64 lag_bytes);
+extern void ac_progress_pace(double rate, AcPaceReason reason, int64 paced_us);
+extern void ac_progress_waiting(bool waiting, int64 lag_bytes, int64 waited_us);
 extern void ac_progress_end(void);
 
 #endif							/* ARCHIVE_CLUSTER_PROGRESS_H */

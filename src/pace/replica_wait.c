@@ -149,7 +149,7 @@ ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
 		return false;			/* no time left: nothing waited */
 	if (wait_event == 0)
 		wait_event = ac_wait_event("ArchiveClusterReplicaLag");
-	ac_progress_waiting(true, *lag);
+	ac_progress_waiting(true, *lag, 0);
 	do
 	{
 		now = GetCurrentTimestamp();
@@ -160,9 +160,11 @@ ac_wait_for_replicas(TimestampTz until, int64 *waited_us, int64 *lag, int *pid)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		over = ac_replicas_lag_over(lag, pid);
+		if (over)
+			ac_progress_waiting(true, *lag, 0);
 	} while (over);
-	ac_progress_waiting(false, 0);
 	now = GetCurrentTimestamp();
+	ac_progress_waiting(false, 0, now - started);
 	*waited_us += now - started;
 	if (in_budget)
 		ac_waited_us += now - started;

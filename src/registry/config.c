@@ -313,9 +313,8 @@ ac_log_run(const AcRunLog *log)
 	Interval   *paced_replicas = palloc0(sizeof(Interval));
 	char	   *relname = get_rel_name(log->relation);
 	/* a database still at 1.0 (not yet ALTER EXTENSION UPDATE'd) has no paced_replicas */
-	bool		v11 = OidIsValid(ac_extension_schema()) &&
-		get_attnum(get_relname_relid("archive_cluster_run_log", ac_extension_schema()),
-				   "paced_replicas") != InvalidAttrNumber;
+	bool		v11 = get_attnum(get_relname_relid("archive_cluster_run_log", ac_extension_schema()),
+								 "paced_replicas") != InvalidAttrNumber;
 
 	sql = psprintf("INSERT INTO %s (relation, relation_name, started_at, finished_at,"
 				   " rows_moved, batches, started_by, run_as, error, paced,"
