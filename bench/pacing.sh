@@ -57,7 +57,12 @@ done
 [ -n "$out" ] || out=$(mktemp -d /tmp/archive_cluster_pacing.XXXXXX)
 mkdir -p "$out/raw"
 chown -R postgres: "$out"
-PY=python3
+PY=/usr/bin/python3
+if ! $PY -c 'import matplotlib' 2>/dev/null; then
+	echo "== installing python3-matplotlib"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib </dev/null \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib </dev/null; }
+fi
 
 # shellcheck source=lib/throwaway.sh
 . "$here/lib/throwaway.sh"
