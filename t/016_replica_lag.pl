@@ -93,7 +93,7 @@ is($primary->safe_psql('postgres', q{SELECT pg_relation_size('t_archive')}),
 is( $primary->safe_psql('postgres',
 		q{SELECT relation || '|' || kind || '|' || started_by || '|' || phase || '|' || (replica_lag_bytes > 1024 * 1024)
 		  FROM archive_cluster_progress}),
-	't|archive|manual|waiting for a lagging standby or subscriber|t',
+	't|archive|manual|waiting for a lagging standby or subscriber|true',
 	'archive_cluster_progress shows the call waiting, and how far the standby lags');
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
 my $out = $runner->query_safe('SELECT 1');
