@@ -26,7 +26,8 @@
 #   sudo bench/pacing.sh [--rows N] [--rounds R] [--tail N] [--secs S] [--standby-runs N] [--standby-cpu PCT]
 #                        [--out DIR] [--port P]
 #
-# Results: DIR/pacing.csv (one row per measurement), DIR/alone.csv,
+# Results: DIR/pacing.csv (one row per measurement), DIR/waits_*.csv (what
+# the inserting sessions waited for during each job, 50-ms samples), DIR/alone.csv,
 # DIR/summary.md; the run log rows (archive_cluster_runs: paced, detail).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -99,6 +100,8 @@ SELECT count(*) FROM archive_cluster_compact('t', force => true);
 VACUUM t_archive;
 SQL
 echo "   $rows rows loaded and archived in $(( $(date +%s) - t_load )) s"
+# what the inserting sessions wait for during a job (bench_sample_waits)
+q -f "$here/lib/common.sql" >/dev/null
 
 settle() { q -c "CHECKPOINT" >/dev/null; sync; }
 
@@ -154,9 +157,15 @@ measure() {	# measure ROUND KIND NAME SETTING
 	pgb "p99_run_$label" 900 &
 	p=$!
 	sleep 3
+	q -c "TRUNCATE bench_waits" >/dev/null
+	q -c "CALL bench_sample_waits(3600)" >/dev/null &
+	local sampler=$!
 	t0=$(date +%s.%N)
 	moved=$(q -c "$(job_sql "$kind" "$setting")" | tail -1)
 	t1=$(date +%s.%N)
+	wait "$sampler" || true
+	{ echo "wait_event,samples"; q -F , -c "SELECT wait, count(*) FROM bench_waits GROUP BY 1 ORDER BY 2 DESC"; } \
+		> "$out/waits_$label.csv"
 	sleep 3
 	pkill -TERM -f "log-prefix=p99_run_$label" || true
 	wait "$p" || true
