@@ -24,11 +24,18 @@
 # (standby_lag.png).
 #
 #   sudo bench/pacing.sh [--rows N] [--rounds R] [--tail N] [--secs S] [--standby-runs N] [--standby-cpu PCT]
-#                        [--out DIR] [--port P]
+#                        [--out DIR] [--port P] [--only KIND:SETTING,...] [--server NAME=VALUE]...
+#
+# --only (e.g. compaction:effect,compaction:rate5) measures those pairs only
+# and skips the jobs alone (a diagnosis, not a verdict).
 #
 # Results: DIR/pacing.csv (one row per measurement), DIR/waits_*.csv (what
 # the inserting sessions waited for during each job, 50-ms samples), DIR/alone.csv,
-# DIR/summary.md; the run log rows (archive_cluster_runs: paced, detail).
+# DIR/summary.md; the run log rows (archive_cluster_runs: paced, detail);
+# DIR/io_*.csv: the disk (/proc/diskstats of the data directory's device) and
+# the kernel's dirty and writeback page cache (/proc/meminfo) every 100 ms from
+# the base window to the job's end, with pg_stat_wal's counters around each
+# window (walstats.csv; track_wal_io_timing is on).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=2000000
@@ -41,6 +48,8 @@ out=""
 port=5580
 standby_runs=4
 standby_cpu=20
+only=""
+server_opts=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=$2; shift 2 ;;
@@ -51,6 +60,8 @@ while [ $# -gt 0 ]; do
 		--port) port=$2; shift 2 ;;
 		--standby-runs) standby_runs=$2; shift 2 ;;
 		--standby-cpu) standby_cpu=$2; shift 2 ;;
+		--only) only=$2; shift 2 ;;
+		--server) server_opts+=("$2"); shift 2 ;;
 		-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
 		*) echo "pacing.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -69,7 +80,8 @@ fi
 . "$here/lib/throwaway.sh"
 throwaway_start pacing "$port" max_connections=40 shared_buffers=128MB \
 	maintenance_work_mem=128MB checkpoint_timeout=15min max_wal_size=4GB log_checkpoints=on \
-	archive_cluster.enabled=off
+	log_autovacuum_min_duration=0 log_temp_files=0 track_wal_io_timing=on archive_cluster.enabled=off \
+	${server_opts[@]+"${server_opts[@]}"}
 q() { psql -At "$@"; }
 standby_pid=""
 stop_standby() {
@@ -137,6 +149,21 @@ pgb() {	# pgb PREFIX SECONDS: the inserting clients
 		-T "$2" -R "$rate" --log --log-prefix="$1" -f "$here/lib/insert.pgbench" postgres > "$out/raw/$1.out" 2>&1)
 }
 
+# the block device under the data directory, for /proc/diskstats
+dev=$(basename "$(df --output=source "$work" | tail -1)")
+iosample() {	# iosample LABEL: every 100 ms until killed
+	local f="$out/raw/io_$1.csv"
+	echo "t,dirty_kb,writeback_kb,writes,sectors_written,write_ms,in_flight,io_ms" > "$f"
+	while :; do
+		echo "$(date +%s.%N),$(awk '/^Dirty:/ {d=$2} /^Writeback:/ {w=$2} END {print d "," w}' /proc/meminfo),$(awk -v d="$dev" '$3 == d {print $8 "," $10 "," $11 "," $12 "," $13}' /proc/diskstats)" >> "$f"
+		sleep 0.1
+	done
+}
+echo "label,window,wal_records,wal_fpi,wal_bytes,wal_write,wal_sync,wal_write_ms,wal_sync_ms" > "$out/walstats.csv"
+walstats() {	# walstats LABEL WINDOW
+	echo "$1,$2,$(q -F , -c "SELECT wal_records, wal_fpi, wal_bytes, wal_write, wal_sync, wal_write_time, wal_sync_time FROM pg_stat_wal")" >> "$out/walstats.csv"
+}
+
 echo "round,kind,setting,p99_without_ms,p99_during_ms,ratio,inserts_during,job_s,paced_s,rows,detail" > "$out/pacing.csv"
 measure() {	# measure ROUND KIND NAME SETTING
 	local r=$1 kind=$2 name=$3 setting=$4 label="${2}_${3}_r$1" p t0 t1 moved log
@@ -149,7 +176,11 @@ measure() {	# measure ROUND KIND NAME SETTING
 		q -c "VACUUM t_current, t_archive" >/dev/null
 	fi
 	settle
+	iosample "$label" &
+	local ios=$!
+	walstats "$label" base_start
 	pgb "p99_base_$label" "$secs"
+	walstats "$label" base_end
 	settle
 	# the inserts go on past the job: pgbench is stopped 3 s after it (its
 	# per-transaction log loses at most its last buffered lines, after the job;
@@ -160,9 +191,12 @@ measure() {	# measure ROUND KIND NAME SETTING
 	q -c "TRUNCATE bench_waits" >/dev/null
 	q -c "CALL bench_sample_waits(3600)" >/dev/null &
 	local sampler=$!
+	walstats "$label" job_start
 	t0=$(date +%s.%N)
 	moved=$(q -c "$(job_sql "$kind" "$setting")" | tail -1)
 	t1=$(date +%s.%N)
+	walstats "$label" job_end
+	kill "$ios" 2>/dev/null || true
 	wait "$sampler" || true
 	{ echo "wait_event,samples"; q -F , -c "SELECT wait, count(*) FROM bench_waits GROUP BY 1 ORDER BY 2 DESC"; } \
 		> "$out/waits_$label.csv"
@@ -181,18 +215,24 @@ measure() {	# measure ROUND KIND NAME SETTING
 settings=("effect=archive_cluster.pacing=effect"
 	"rate20=archive_cluster.pacing=rate"
 	"rate5=archive_cluster.pacing=rate,archive_cluster.run_max_wal_rate=5,archive_cluster.compaction_max_wal_rate=5")
+# unpaced jobs, for a diagnosis only (--only run:off,compaction:off)
+[[ ",$only," != *":off,"* ]] || settings+=("off=archive_cluster.pacing=off")
 n=${#settings[@]}
 for r in $(seq 1 "$rounds"); do
 	echo "== round $r"
 	for i in $(seq 0 $((n - 1))); do
 		s=${settings[$(( (i + r - 1) % n ))]}
-		measure "$r" run "${s%%=*}" "${s#*=}"
-		measure "$r" compaction "${s%%=*}" "${s#*=}"
+		for kind in run compaction; do
+			if [ -z "$only" ] || [[ ",$only," == *",$kind:${s%%=*},"* ]]; then
+				measure "$r" "$kind" "${s%%=*}" "${s#*=}"
+			fi
+		done
 	done
 done
 
 echo "== alone: a run and a compaction under each setting, nobody else writing"
 echo "kind,setting,seconds,paced_s,rows" > "$out/alone.csv"
+[ -z "$only" ] || settings=()
 for s in "${settings[@]}"; do
 	add_tail
 	settle

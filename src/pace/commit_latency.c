@@ -149,6 +149,9 @@ ac_latency_count(int64 us, TimestampTz now)
  * their last statement to the end of the commit.  In autocommit that is the
  * whole statement, as its client waits for it; an explicit COMMIT, the
  * commit alone (a client's think time inside a transaction is not counted).
+ * A COMMIT inside a procedure (CALL, DO) is not timed: its statement began
+ * before its transaction, and its client waits for the whole CALL; counted
+ * from the CALL, each would look as long as the procedure has run so far.
  * Background workers (logical replication's apply, the jobs themselves) are
  * not timed.
  */
@@ -160,7 +163,8 @@ ac_latency_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 			ac_commit_started = 0;
 			if (!ac_commit_is_job && MyBackendType == B_BACKEND &&
-				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) &&
+				GetCurrentStatementStartTimestamp() >= GetCurrentTransactionStartTimestamp())
 				ac_commit_started = GetCurrentStatementStartTimestamp();
 			break;
 		case XACT_EVENT_COMMIT:
