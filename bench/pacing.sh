@@ -35,7 +35,9 @@
 # DIR/io_*.csv: the disk (/proc/diskstats of the data directory's device) and
 # the kernel's dirty and writeback page cache (/proc/meminfo) every 100 ms from
 # the base window to the job's end, with pg_stat_wal's counters around each
-# window (walstats.csv; track_wal_io_timing is on).
+# window (walstats.csv; track_wal_io_timing is on); raw/jobs.csv: each job's
+# start and end (epoch seconds); server.log: the server's log (checkpoints,
+# autovacuum, temp files).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=2000000
@@ -50,6 +52,7 @@ standby_runs=4
 standby_cpu=20
 only=""
 server_opts=()
+refs=yes
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=$2; shift 2 ;;
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
 		--standby-cpu) standby_cpu=$2; shift 2 ;;
 		--only) only=$2; shift 2 ;;
 		--server) server_opts+=("$2"); shift 2 ;;
+		--no-references) refs=no; shift ;;
 		-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
 		*) echo "pacing.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -70,6 +74,11 @@ done
 mkdir -p "$out/raw"
 chown -R postgres: "$out"
 PY=/usr/bin/python3
+if [ ! -x /usr/lib/postgresql/15/bin/pg_repack ]; then
+	echo "== installing postgresql-15-repack"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15-repack </dev/null \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15-repack </dev/null; }
+fi
 if ! $PY -c 'import matplotlib' 2>/dev/null; then
 	echo "== installing python3-matplotlib"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib </dev/null \
@@ -90,7 +99,7 @@ stop_standby() {
 	fi
 	standby_pid=""
 }
-trap 'stop_standby; throwaway_cleanup' EXIT
+trap 'stop_standby; cp "$work/log" "$out/server.log" 2>/dev/null || true; throwaway_cleanup' EXIT
 echo "== server: port $port, data in $work; results in $out"
 echo "   machine: $(nproc) CPUs, $(free -g | awk '/Mem:/ {print $2}') GB; commit $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
 
@@ -115,7 +124,10 @@ echo "   $rows rows loaded and archived in $(( $(date +%s) - t_load )) s"
 # what the inserting sessions wait for during a job (bench_sample_waits)
 q -f "$here/lib/common.sql" >/dev/null
 
-settle() { q -c "CHECKPOINT" >/dev/null; sync; }
+# before each window: no dead rows left by the previous job for autovacuum to
+# clean during the next one (a VACUUM of the archive is measured on its own,
+# as a reference), the dirty pages on disk
+settle() { q -c "VACUUM t_current, t_archive" -c "CHECKPOINT" >/dev/null; sync; }
 
 # due rows for one run, written into t_current directly (as the view would)
 add_tail() {
@@ -129,6 +141,12 @@ job_sql() {	# job_sql KIND SETTING
 	local sql kv
 	if [ "$1" = run ]; then
 		sql="SELECT rows_moved FROM archive_cluster_run('t', force => true)"
+	elif [ "$1" = vacuum ]; then
+		echo "VACUUM t_archive"
+		return
+	elif [ "$1" = repack ]; then
+		echo "pg_repack"
+		return
 	else
 		sql="SELECT rows_rewritten FROM archive_cluster_compact('t', force => true)"
 	fi
@@ -169,19 +187,35 @@ measure() {	# measure ROUND KIND NAME SETTING
 	local r=$1 kind=$2 name=$3 setting=$4 label="${2}_${3}_r$1" p t0 t1 moved log
 	if [ "$kind" = run ]; then
 		add_tail
+	elif [ "$kind" = vacuum ] || [ "$kind" = repack ]; then
+		# references: the dead rows of an unpaced compaction are vacuumed,
+		# or the archive rewritten by pg_repack -o cid,ts, among the inserts
+		add_tail
+		q -c "SET archive_cluster.pacing = off" -c "SELECT rows_moved FROM archive_cluster_run('t', force => true)" \
+			-c "SELECT rows_rewritten FROM archive_cluster_compact('t', force => true)" >/dev/null
 	else
 		# loose pages to compact: the newest run's (alone, not paced)
 		add_tail
 		q -c "SET archive_cluster.pacing = off" -c "SELECT rows_moved FROM archive_cluster_run('t', force => true)" >/dev/null
 		q -c "VACUUM t_current, t_archive" >/dev/null
 	fi
-	settle
+	if [ "$kind" = vacuum ]; then
+		q -c "CHECKPOINT" >/dev/null
+		sync
+	else
+		settle
+	fi
 	iosample "$label" &
 	local ios=$!
 	walstats "$label" base_start
 	pgb "p99_base_$label" "$secs"
 	walstats "$label" base_end
-	settle
+	if [ "$kind" = vacuum ]; then
+		q -c "CHECKPOINT" >/dev/null
+		sync
+	else
+		settle
+	fi
 	# the inserts go on past the job: pgbench is stopped 3 s after it (its
 	# per-transaction log loses at most its last buffered lines, after the job;
 	# SIGINT would only cancel its query)
@@ -193,17 +227,33 @@ measure() {	# measure ROUND KIND NAME SETTING
 	local sampler=$!
 	walstats "$label" job_start
 	t0=$(date +%s.%N)
-	moved=$(q -c "$(job_sql "$kind" "$setting")" | tail -1)
+	# the pacer's steps (DEBUG1) into raw/LABEL.pacer
+	if [ "$kind" = repack ]; then
+		as_pg "$bindir/pg_repack" -h "$work" -p "$port" -d postgres -t t_archive -o cid,ts > "$out/raw/$label.pacer" 2>&1
+		moved=$(q -c "SELECT count(*) FROM t_archive")
+	elif [ "$kind" = vacuum ]; then
+		q -c "VACUUM t_archive" 2> "$out/raw/$label.pacer"
+		moved=$(q -c "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 't_archive'")
+	else
+		moved=$(q -c "SET client_min_messages = debug1; $(job_sql "$kind" "$setting")" 2> "$out/raw/$label.pacer" | tail -1)
+	fi
 	t1=$(date +%s.%N)
 	walstats "$label" job_end
 	kill "$ios" 2>/dev/null || true
-	wait "$sampler" || true
+	echo "$label,$t0,$t1" >> "$out/raw/jobs.csv"
+	# the sampler ends with the job it sees; stopped here whatever it saw
+	q -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+		WHERE query LIKE 'CALL bench_sample_waits%' AND pid <> pg_backend_pid()" >/dev/null
+	wait "$sampler" 2>/dev/null || true
 	{ echo "wait_event,samples"; q -F , -c "SELECT wait, count(*) FROM bench_waits GROUP BY 1 ORDER BY 2 DESC"; } \
 		> "$out/waits_$label.csv"
 	sleep 3
 	pkill -TERM -f "log-prefix=p99_run_$label" || true
 	wait "$p" || true
 	log=$(last_log)
+	if [ "$kind" = vacuum ] || [ "$kind" = repack ]; then
+		log="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')|0|"
+	fi
 	$PY "$here/lib/report.py" p99window "$out/raw" "$label" "$t0" "$t1" "$moved" "$rows" \
 		| sed -n 's/^p99_inserts,[^,]*,[^,]*,\([a-z_0-9]*\),\([^,]*\),.*/\1=\2/p' > "$out/raw/$label.p99"
 	# shellcheck disable=SC1090
@@ -245,6 +295,16 @@ for s in "${settings[@]}"; do
 	log=$(last_log)
 	echo "compaction,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2)," | tee -a "$out/alone.csv"
 done
+
+if [ "$refs" = yes ]; then
+	echo "== references: a VACUUM of the archive after a compaction, pg_repack -o cid,ts of the archive"
+	for r in $(seq 1 "$rounds"); do
+		measure "$r" vacuum plain ""
+	done
+	# last of the measurements among inserts: the archive's pages are new
+	q -c "CREATE EXTENSION IF NOT EXISTS pg_repack" >/dev/null
+	measure 1 repack plain ""
+fi
 
 # A streaming standby (pg_basebackup -R, on this machine) while runs go on
 # back to back among inserts: its replay lag, sampled every 100 ms, with
@@ -305,8 +365,8 @@ alone = list(csv.DictReader(open(out + '/alone.csv')))
 L = ['# Pacing by effect: p99 of concurrent inserts during a job / without', '']
 L.append('| kind | setting | ratios (round by round) | met (<= 1.5x) | job seconds | paced seconds |')
 L.append('|---|---|---|---|---|---|')
-for kind in ('run', 'compaction'):
-    for s in ('effect', 'rate20', 'rate5'):
+for kind in ('run', 'compaction', 'vacuum', 'repack'):
+    for s in ('effect', 'rate20', 'rate5', 'off', 'plain'):
         m = [r for r in rows if r['kind'] == kind and r['setting'] == s]
         if not m:
             continue

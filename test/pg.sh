@@ -38,7 +38,7 @@ set -euo pipefail
 
 # TAP tests run on every version with binaries (on 15, make installcheck
 # runs them all)
-TAP_OTHER="t/001_worker.pl t/004_crash.pl t/009_worker_pool.pl t/012_logical_replication.pl t/016_replica_lag.pl"
+TAP_OTHER="t/001_worker.pl t/004_crash.pl t/009_worker_pool.pl t/012_logical_replication.pl t/016_replica_lag.pl t/017_pacing.pl"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 major=${1:-}

@@ -116,7 +116,8 @@ BEGIN
 	LOOP
 		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 					   WHERE state = 'active' AND pid <> pg_backend_pid()
-						 AND query ~ '(archive_cluster_run|archive_cluster_compact|sql_archive_run)\(') INTO running;
+						 AND (query ~ '(archive_cluster_run|archive_cluster_compact|sql_archive_run)\('
+							  OR query ~ '^VACUUM t_archive' OR application_name = 'pg_repack')) INTO running;
 		IF running THEN
 			started := true;
 			INSERT INTO bench_waits (wait)

@@ -7,7 +7,11 @@
  *		job's too, and shares the WAL device with the job's writes, so a job
  *		writing hundreds of megabytes in a few seconds makes every concurrent
  *		commit wait (docs/benchmarks.md, target 5).  ac_pace() is called for
- *		every row and index entry a job writes; it looks every 256 calls.
+ *		every row and index entry a job writes; it looks every 256 calls, or
+ *		sooner once the job wrote AC_LOOK_WAL bytes of WAL since its last
+ *		look: an index entry often writes a whole page image, and 256 of them
+ *		written at once would land two megabytes in front of the next commit's
+ *		WAL flush, a burst that pacing by the second does not smooth.
  *
  *		While other transactions write (took a transaction ID within the last
  *		second), the job sleeps as needed to keep its own WAL under a rate.
@@ -54,6 +58,9 @@
 #define AC_WINDOW_MIN_COMMITS	10
 /* fewer quiet commits than this: no baseline yet */
 #define AC_BASE_COMMITS			50
+/* a look at least every this many calls, and this much WAL */
+#define AC_LOOK_CALLS			256
+#define AC_LOOK_WAL				(128 * 1024)
 /* the quantile compared */
 #define AC_QUANTILE				0.99
 
@@ -171,12 +178,18 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 			p->rate = rate;
 			p->min_rate = Min(p->min_rate, p->rate);
 			p->pacing = false;	/* the new rate counts from now */
+			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: %.1f MB/s",
+				 p->window_p99 / 1000.0, (unsigned long long) p->window_commits,
+				 p->base_p99 / 1000.0, p->rate);
 			return;
 		}
 	}
 	/* fine, or too few to tell (few others write): faster */
 	p->rate = Min(p->rate + ceiling / 10, ceiling);
 	p->pacing = false;
+	elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: %.1f MB/s",
+		 p->window_p99 / 1000.0, (unsigned long long) p->window_commits,
+		 p->base_p99 / 1000.0, p->rate);
 }
 
 /* What sets the rate now, among other writers. */
@@ -202,7 +215,7 @@ ac_pace_others_write(AcPace *p, TimestampTz now)
 	FullTransactionId next = ReadNextFullTransactionId();
 	uint64		assigned;
 
-	if (p->calls == 256)
+	if (p->looks == 1)
 		assigned = 0;
 	else
 		assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(p->next_xid);
@@ -216,7 +229,7 @@ ac_pace_others_write(AcPace *p, TimestampTz now)
 	p->next_xid = next;
 	if (assigned > 0)
 		p->others_seen = now;
-	return p->calls != 256 && now - p->others_seen <= AC_OTHERS_RECENT_US;
+	return p->looks != 1 && now - p->others_seen <= AC_OTHERS_RECENT_US;
 }
 
 void
@@ -229,8 +242,11 @@ ac_pace(AcPace *p)
 	int			pid;
 	bool		others;
 
-	if (++p->calls % 256 != 0)
+	if (++p->calls % AC_LOOK_CALLS != 0 &&
+		pgWalUsage.wal_bytes - p->look_wal < AC_LOOK_WAL)
 		return;
+	p->looks++;
+	p->look_wal = pgWalUsage.wal_bytes;
 	/* a lagging peer first: the rate counts from after the wait */
 	(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);
 	if (p->replica_us != waited)

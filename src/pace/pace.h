@@ -19,6 +19,8 @@ typedef struct AcPace
 	bool		always;			/* pacing = 'rate': also alone (compactions, as 1.0) */
 	uint32		wait_event;
 	uint64		calls;
+	uint64		looks;			/* times it looked (ac_pace) */
+	uint64		look_wal;		/* pgWalUsage.wal_bytes at the last look */
 	FullTransactionId next_xid; /* at the previous look */
 	bool		had_xid;		/* our own transaction ID was assigned */
 	TimestampTz others_seen;	/* when others last began writing */
