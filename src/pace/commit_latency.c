@@ -70,6 +70,8 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* this session's commit being timed (0: none) */
 static TimestampTz ac_commit_started = 0;
+/* the start of the statement whose transaction ended last */
+static TimestampTz ac_statement_ended = 0;
 /* this session's transaction is a job's: its commit is not counted */
 static bool ac_commit_is_job = false;
 
@@ -149,23 +151,28 @@ ac_latency_count(int64 us, TimestampTz now)
  * their last statement to the end of the commit.  In autocommit that is the
  * whole statement, as its client waits for it; an explicit COMMIT, the
  * commit alone (a client's think time inside a transaction is not counted).
- * A COMMIT inside a procedure (CALL, DO) is not timed: its statement began
- * before its transaction, and its client waits for the whole CALL; counted
- * from the CALL, each would look as long as the procedure has run so far.
- * Background workers (logical replication's apply, the jobs themselves) are
- * not timed.
+ * One transaction per statement at most, the first: a procedure's (CALL,
+ * DO) later COMMITs, and the later transactions of a statement that runs
+ * several (VACUUM or ANALYZE of many tables, CREATE INDEX CONCURRENTLY), are
+ * not timed; counted from the statement's start, each would look as long as
+ * the statement had run so far.  Background workers (logical replication's
+ * apply, the jobs themselves) are not timed.
  */
 static void
 ac_latency_xact_callback(XactEvent event, void *arg)
 {
+	TimestampTz stmt_start;
+
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			ac_commit_started = 0;
+			stmt_start = GetCurrentStatementStartTimestamp();
 			if (!ac_commit_is_job && MyBackendType == B_BACKEND &&
 				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) &&
-				GetCurrentStatementStartTimestamp() >= GetCurrentTransactionStartTimestamp())
-				ac_commit_started = GetCurrentStatementStartTimestamp();
+				stmt_start >= GetCurrentTransactionStartTimestamp() &&
+				stmt_start != ac_statement_ended)
+				ac_commit_started = stmt_start;
 			break;
 		case XACT_EVENT_COMMIT:
 			if (ac_commit_started != 0 && ac_latency != NULL)
@@ -176,11 +183,16 @@ ac_latency_xact_callback(XactEvent event, void *arg)
 			}
 			ac_commit_started = 0;
 			ac_commit_is_job = false;
+			ac_statement_ended = GetCurrentStatementStartTimestamp();
 			break;
 		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			ac_statement_ended = GetCurrentStatementStartTimestamp();
+			ac_commit_started = 0;
+			ac_commit_is_job = false;
+			break;
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PREPARE:
 			ac_commit_started = 0;
 			ac_commit_is_job = false;
 			break;

@@ -68,6 +68,8 @@ void
 ac_pace_init(AcPace *p, int rate_mb, bool always, uint32 wait_event)
 {
 	memset(p, 0, sizeof(AcPace));
+	/* the first look after 256 calls or 128 kB of this job's WAL */
+	p->look_wal = pgWalUsage.wal_bytes;
 	/* the job's own commit flushes its batch: not one of the commits it watches */
 	ac_commit_latency_job();
 	p->rate_mb = rate_mb;
@@ -147,7 +149,7 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 	uint64		busy[AC_LATENCY_BUCKETS];
 	uint64		quiet[AC_LATENCY_BUCKETS];
 	uint64		n = 0;
-	uint64		nbase;
+	uint64		nbase = 0;
 	double		ceiling = p->rate_mb;
 	double		q;
 	int			i;
@@ -178,18 +180,21 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 			p->rate = rate;
 			p->min_rate = Min(p->min_rate, p->rate);
 			p->pacing = false;	/* the new rate counts from now */
-			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: %.1f MB/s",
-				 p->window_p99 / 1000.0, (unsigned long long) p->window_commits,
-				 p->base_p99 / 1000.0, p->rate);
+			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: halved to %.1f MB/s",
+				 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0, p->rate);
 			return;
 		}
 	}
-	/* fine, or too few to tell (few others write): faster */
+	/* fine, or too few to tell (few others write, no baseline yet): faster */
 	p->rate = Min(p->rate + ceiling / 10, ceiling);
 	p->pacing = false;
-	elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: %.1f MB/s",
-		 p->window_p99 / 1000.0, (unsigned long long) p->window_commits,
-		 p->base_p99 / 1000.0, p->rate);
+	if (n < AC_WINDOW_MIN_COMMITS)
+		elog(DEBUG1, "archive_cluster pacer: %llu commits, too few to tell: %.1f MB/s",
+			 (unsigned long long) n, p->rate);
+	else
+		elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms of %llu without jobs: %.1f MB/s",
+			 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0,
+			 (unsigned long long) nbase, p->rate);
 }
 
 /* What sets the rate now, among other writers. */
@@ -207,25 +212,21 @@ ac_pace_reason(const AcPace *p)
 
 /*
  * Did others begin writing (take a transaction ID) within the last second?
- * The first look has nothing to compare with: no.
+ * The first look has nothing to compare with: no.  Nor has a look after our
+ * own transaction or subtransaction took an ID (its first write, each batch's
+ * subtransaction): the IDs taken since the last look are then not all
+ * others', and the next look counts from here.
  */
 static bool
 ac_pace_others_write(AcPace *p, TimestampTz now)
 {
 	FullTransactionId next = ReadNextFullTransactionId();
-	uint64		assigned;
+	FullTransactionId own = GetCurrentFullTransactionIdIfAny();
+	uint64		assigned = 0;
 
-	if (p->looks == 1)
-		assigned = 0;
-	else
+	if (p->looks > 1 && FullTransactionIdEquals(own, p->own_xid))
 		assigned = U64FromFullTransactionId(next) - U64FromFullTransactionId(p->next_xid);
-	/* our own transaction ID, assigned at the first write */
-	if (!p->had_xid && FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
-	{
-		p->had_xid = true;
-		if (assigned > 0)
-			assigned--;
-	}
+	p->own_xid = own;
 	p->next_xid = next;
 	if (assigned > 0)
 		p->others_seen = now;
@@ -242,10 +243,11 @@ ac_pace(AcPace *p)
 	int			pid;
 	bool		others;
 
-	if (++p->calls % AC_LOOK_CALLS != 0 &&
+	if (++p->calls - p->look_calls < AC_LOOK_CALLS &&
 		pgWalUsage.wal_bytes - p->look_wal < AC_LOOK_WAL)
 		return;
 	p->looks++;
+	p->look_calls = p->calls;
 	p->look_wal = pgWalUsage.wal_bytes;
 	/* a lagging peer first: the rate counts from after the wait */
 	(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);

@@ -20,9 +20,10 @@ typedef struct AcPace
 	uint32		wait_event;
 	uint64		calls;
 	uint64		looks;			/* times it looked (ac_pace) */
+	uint64		look_calls;		/* calls at the last look */
 	uint64		look_wal;		/* pgWalUsage.wal_bytes at the last look */
 	FullTransactionId next_xid; /* at the previous look */
-	bool		had_xid;		/* our own transaction ID was assigned */
+	FullTransactionId own_xid;	/* our (sub)transaction's ID at the previous look */
 	TimestampTz others_seen;	/* when others last began writing */
 	bool		pacing;
 	TimestampTz pace_start;

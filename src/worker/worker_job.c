@@ -159,16 +159,33 @@ ac_log_error_and_abort(void)
  * - no parallel workers, for its queries or its VACUUM: the pool holds at
  *   most archive_cluster.max_workers of max_worker_processes, and parallel
  *   query and other extensions share the rest.
+ * - its VACUUMs (worker.c) are throttled as autovacuum's are
+ *   (autovacuum_vacuum_cost_delay and autovacuum_vacuum_cost_limit, unless
+ *   -1) and have the kernel write their pages back as they go
+ *   (archive_cluster.run_flush_after, as runs do).  The VACUUM of an archive
+ *   after a compaction dirties about as many pages as the compaction
+ *   rewrote; unthrottled, as a manual VACUUM is, it left them as dirty page
+ *   cache that the kernel wrote back at once half a minute later, stalling
+ *   others' commits (docs/bench/history.md).
  */
 void
 ac_worker_set_limits(void)
 {
 	char		buf[32];
+	const char *cost;
 
 	snprintf(buf, sizeof(buf), "%d", Max(archive_cluster_lock_timeout, 1));
 	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("max_parallel_workers_per_gather", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("max_parallel_maintenance_workers", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	cost = GetConfigOption("autovacuum_vacuum_cost_delay", false, false);
+	if (cost != NULL && strtod(cost, NULL) >= 0)
+		SetConfigOption("vacuum_cost_delay", cost, PGC_SUSET, PGC_S_OVERRIDE);
+	cost = GetConfigOption("autovacuum_vacuum_cost_limit", false, false);
+	if (cost != NULL && strtol(cost, NULL, 10) > 0)
+		SetConfigOption("vacuum_cost_limit", cost, PGC_SUSET, PGC_S_OVERRIDE);
+	snprintf(buf, sizeof(buf), "%d", archive_cluster_run_flush_after);
+	SetConfigOption("backend_flush_after", buf, PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /*
