@@ -223,7 +223,7 @@ measure() {	# measure ROUND KIND NAME SETTING
 	p=$!
 	sleep 3
 	q -c "TRUNCATE bench_waits" >/dev/null
-	q -c "CALL bench_sample_waits(3600)" >/dev/null &
+	q -c "CALL bench_sample_waits(3600)" >/dev/null 2>&1 &
 	local sampler=$!
 	walstats "$label" job_start
 	t0=$(date +%s.%N)
