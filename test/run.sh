@@ -245,7 +245,7 @@ for line in "${other_notes[@]}"; do
 	echo "$line"
 done
 [ -z "$memcheck_note" ] || echo "$memcheck_note"
-echo "Every TAP test runs on PostgreSQL 15; on 16, 17 and 18 those of the worker, crashes, the pool, replication and replica lag (docs/versions.md). pg_cron and real clients: 15 only. 19: compiled, not run."
+echo "Every TAP test runs on PostgreSQL 15; on 16, 17 and 18 those of the worker, crashes, the pool, replication, replica lag and pacing (docs/versions.md). pg_cron and real clients: 15 only. 19: compiled, not run."
 echo "$total_passed passed, $total_failed failed"
 if [ "$status" -ne 0 ] || [ "$total_failed" -ne 0 ]; then
 	exit 1
