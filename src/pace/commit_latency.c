@@ -26,6 +26,7 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -151,8 +152,10 @@ ac_latency_count(int64 us, TimestampTz now)
  * their last statement to the end of the commit.  In autocommit that is the
  * whole statement, as its client waits for it; an explicit COMMIT, the
  * commit alone (a client's think time inside a transaction is not counted).
- * One transaction per statement at most, the first: a procedure's (CALL,
- * DO) later COMMITs, and the later transactions of a statement that runs
+ * One transaction per statement at most, the first, and none committed by
+ * a procedure (CALL, DO: its COMMITs, the first too, would count all its
+ * work since the CALL; a CALL that does not commit is timed as any
+ * statement); the later transactions of a statement that runs
  * several (VACUUM or ANALYZE of many tables, CREATE INDEX CONCURRENTLY), are
  * not timed; counted from the statement's start, each would look as long as
  * the statement had run so far.  Background workers (logical replication's
@@ -171,7 +174,8 @@ ac_latency_xact_callback(XactEvent event, void *arg)
 			if (!ac_commit_is_job && MyBackendType == B_BACKEND &&
 				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) &&
 				stmt_start >= GetCurrentTransactionStartTimestamp() &&
-				stmt_start != ac_statement_ended)
+				stmt_start != ac_statement_ended &&
+				!SPI_inside_nonatomic_context())
 				ac_commit_started = stmt_start;
 			break;
 		case XACT_EVENT_COMMIT:

@@ -180,8 +180,9 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 			p->rate = rate;
 			p->min_rate = Min(p->min_rate, p->rate);
 			p->pacing = false;	/* the new rate counts from now */
-			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: halved to %.1f MB/s",
-				 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0, p->rate);
+			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: %s %.1f MB/s",
+				 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0,
+				 p->rate <= archive_cluster_min_wal_rate ? "at the floor," : "halved to", p->rate);
 			return;
 		}
 	}
@@ -213,9 +214,10 @@ ac_pace_reason(const AcPace *p)
 /*
  * Did others begin writing (take a transaction ID) within the last second?
  * The first look has nothing to compare with: no.  Nor has a look after our
- * own transaction or subtransaction took an ID (its first write, each batch's
- * subtransaction): the IDs taken since the last look are then not all
- * others', and the next look counts from here.
+ * own transaction or subtransaction took an ID (at the job's first write):
+ * the IDs taken since the last look are then not all others', and the next
+ * look counts from here.  (A subtransaction of the owner's code that writes,
+ * a CHECK function's exception block, is taken for another writer's.)
  */
 static bool
 ac_pace_others_write(AcPace *p, TimestampTz now)

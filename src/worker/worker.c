@@ -657,6 +657,8 @@ archive_cluster_worker_main(Datum main_arg)
 	/* connecting waits for the database's lock too: bounded, as every wait */
 	ac_worker_set_limits();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	/* again, with the database's and role's settings now read */
+	ac_worker_set_limits();
 	ac_slice_end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   archive_cluster_worker_time_slice * 1000L);
 	pgstat_report_appname("archive_cluster worker");
