@@ -168,6 +168,37 @@ SELECT archive_cluster_unregister('"Cp Tab"');
 SELECT count(*) AS loose_rows FROM archive_cluster_loose WHERE relation::text = '"Cp Tab"';
 SELECT checksum('"Cp Tab"') = (SELECT sum FROM tab_before) AS same_rows;
 DROP TABLE "Cp Tab";
+
+-- the sort holds the cluster columns and TIDs, not the rows: 4 MB of rows
+-- compacted with maintenance_work_mem at 1 MB write no temporary file
+CREATE TABLE cpw (ts timestamp NOT NULL, id int PRIMARY KEY, cid int NOT NULL, pad text NOT NULL);
+SELECT archive_cluster_register('cpw', cluster_by => '{cid,ts}', age_column => 'ts',
+								hot_window => '1 hour', batch_rows => 1000);
+DO $$
+BEGIN
+	FOR b IN 0..3 LOOP
+		INSERT INTO cpw
+		SELECT timestamp '2024-01-01' + i * interval '1 second', i, i % 10, repeat('w', 1000)
+		FROM generate_series(b * 1000 + 1, b * 1000 + 1000) i;
+		PERFORM archive_cluster_run('cpw', force => true);
+	END LOOP;
+END $$;
+CREATE TEMP TABLE cpw_before AS SELECT checksum('cpw') AS sum;
+SELECT pg_stat_force_next_flush();
+CREATE TEMP TABLE temp_before AS
+SELECT temp_files FROM pg_stat_database WHERE datname = current_database();
+SET maintenance_work_mem = '1MB';
+SELECT status, rows_rewritten FROM archive_cluster_compact('cpw', force => true);
+RESET maintenance_work_mem;
+SELECT pg_stat_force_next_flush();
+SELECT d.temp_files - b.temp_files AS temp_files_written
+FROM pg_stat_database d, temp_before b WHERE d.datname = current_database();
+SELECT checksum('cpw') = (SELECT sum FROM cpw_before) AS same_rows;
+SELECT round(avg(pages), 1) AS avg_pages, max(pages - ideal) AS max_over_ideal
+FROM key_pages('cpw_archive', 'cid');
+SELECT archive_cluster_unregister('cpw');
+DROP TABLE cpw;
+
 SELECT archive_cluster_unregister('cp');
 DROP TABLE cp, cp_plain;
 DROP PROCEDURE cp_grow;

@@ -20,9 +20,10 @@
  *		(commit_latency.c): every window of about a second, the job compares
  *		the p99 of the commits made while it wrote with the p99 of commits
  *		while no job wrote; above archive_cluster.max_commit_slowdown times
- *		that, the rate halves (down to archive_cluster.min_wal_rate), else it
- *		grows by a tenth of the ceiling (run_max_wal_rate or
- *		compaction_max_wal_rate), as TCP's congestion window does.  Without
+ *		that, the rate halves (down to archive_cluster.min_wal_rate), as
+ *		TCP's congestion window does; over half the way to that bound (1.25
+ *		times at the default 1.5) it holds; below, it grows by a tenth of the
+ *		ceiling (run_max_wal_rate or compaction_max_wal_rate).  Without
  *		the library preloaded, or with pacing = 'rate', the rate is the
  *		ceiling (the behaviour of 1.0); 'off' does not pace.
  *
@@ -183,6 +184,18 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: %s %.1f MB/s",
 				 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0,
 				 p->rate <= archive_cluster_min_wal_rate ? "at the floor," : "halved to", p->rate);
+			return;
+		}
+		/*
+		 * Over half the way to the bound: hold the rate, so that it does not
+		 * climb back into the bound window after window, hovering there.
+		 */
+		if (nbase >= AC_BASE_COMMITS &&
+			p->window_p99 > (1.0 + (archive_cluster_max_commit_slowdown - 1.0) / 2) * p->base_p99)
+		{
+			p->pacing = false;
+			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: held at %.1f MB/s",
+				 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0, p->rate);
 			return;
 		}
 	}
