@@ -170,15 +170,18 @@ SELECT checksum('"Cp Tab"') = (SELECT sum FROM tab_before) AS same_rows;
 DROP TABLE "Cp Tab";
 
 -- the sort holds the cluster columns and TIDs, not the rows: 4 MB of rows
--- compacted with maintenance_work_mem at 1 MB write no temporary file
-CREATE TABLE cpw (ts timestamp NOT NULL, id int PRIMARY KEY, cid int NOT NULL, pad text NOT NULL);
+-- compacted with maintenance_work_mem at 1 MB write no temporary file; the
+-- rows read again by TID keep their TOASTed values (doc: 3.2 kB of md5s)
+CREATE TABLE cpw (ts timestamp NOT NULL, id int PRIMARY KEY, cid int NOT NULL, pad text NOT NULL, doc text);
 SELECT archive_cluster_register('cpw', cluster_by => '{cid,ts}', age_column => 'ts',
 								hot_window => '1 hour', batch_rows => 1000);
 DO $$
 BEGIN
 	FOR b IN 0..3 LOOP
 		INSERT INTO cpw
-		SELECT timestamp '2024-01-01' + i * interval '1 second', i, i % 10, repeat('w', 1000)
+		SELECT timestamp '2024-01-01' + i * interval '1 second', i, i % 10, repeat('w', 1000),
+			   CASE WHEN i % 100 = 0 THEN
+				   (SELECT string_agg(md5(i::text || g::text), '') FROM generate_series(1, 100) g) END
 		FROM generate_series(b * 1000 + 1, b * 1000 + 1000) i;
 		PERFORM archive_cluster_run('cpw', force => true);
 	END LOOP;
@@ -194,6 +197,10 @@ SELECT pg_stat_force_next_flush();
 SELECT d.temp_files - b.temp_files AS temp_files_written
 FROM pg_stat_database d, temp_before b WHERE d.datname = current_database();
 SELECT checksum('cpw') = (SELECT sum FROM cpw_before) AS same_rows;
+SELECT count(*) AS docs, sum(length(doc)) AS doc_bytes,
+	   bool_and(doc = (SELECT string_agg(md5(id::text || g::text), '') FROM generate_series(1, 100) g)) AS docs_intact
+FROM cpw_archive WHERE doc IS NOT NULL;
+SELECT pg_relation_size(reltoastrelid) > 0 AS toasted FROM pg_class WHERE relname = 'cpw_archive';
 SELECT round(avg(pages), 1) AS avg_pages, max(pages - ideal) AS max_over_ideal
 FROM key_pages('cpw_archive', 'cid');
 SELECT archive_cluster_unregister('cpw');

@@ -394,4 +394,9 @@ ac_extend_by_one_page(Relation rel, BufferAccessStrategy strategy)
 #define AC_PLANNER_ARGS parse, query_string, cursorOptions, boundParams
 #endif
 
+/* 19: a TupleDesc built by hand is finalized before tuples are formed with it */
+#if PG_VERSION_NUM < 190000
+#define TupleDescFinalize(desc) ((void) 0)
+#endif
+
 #endif							/* ARCHIVE_CLUSTER_COMPAT_H */

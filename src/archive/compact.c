@@ -293,6 +293,7 @@ ac_write_sorted(AcCompactor *c, Tuplesortstate *sort, TupleDesc keydesc)
 
 		CHECK_FOR_INTERRUPTS();
 		tid = *(ItemPointer) DatumGetPointer(slot_getattr(sortslot, tidattno, &isnull));
+		Assert(!isnull);
 		if (!table_tuple_fetch_row_version(c->arc, &tid, SnapshotAny, c->rowslot))
 			elog(ERROR, "could not fetch deleted row (%u,%u)",
 				 ItemPointerGetBlockNumber(&tid), ItemPointerGetOffsetNumber(&tid));
@@ -326,6 +327,7 @@ ac_sort_desc(Relation arc, int ncluster, const AttrNumber *cols)
 	for (i = 0; i < ncluster; i++)
 		TupleDescCopyEntry(desc, i + 1, RelationGetDescr(arc), cols[i]);
 	TupleDescInitEntry(desc, ncluster + 1, "tid", TIDOID, -1, 0);
+	TupleDescFinalize(desc);
 	return desc;
 }
 

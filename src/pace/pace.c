@@ -21,9 +21,10 @@
  *		the p99 of the commits made while it wrote with the p99 of commits
  *		while no job wrote; above archive_cluster.max_commit_slowdown times
  *		that, the rate halves (down to archive_cluster.min_wal_rate), as
- *		TCP's congestion window does; over half the way to that bound (1.25
- *		times at the default 1.5) it holds; below, it grows by a tenth of the
- *		ceiling (run_max_wal_rate or compaction_max_wal_rate).  Without
+ *		TCP's congestion window does; else it grows by a tenth of the
+ *		ceiling (run_max_wal_rate or compaction_max_wal_rate), by a fortieth
+ *		while that p99 is more than half the way to the bound (1.25 times at
+ *		the default 1.5), so as not to climb straight back into it.  Without
  *		the library preloaded, or with pacing = 'rate', the rate is the
  *		ceiling (the behaviour of 1.0); 'off' does not pace.
  *
@@ -152,6 +153,7 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 	uint64		n = 0;
 	uint64		nbase = 0;
 	double		ceiling = p->rate_mb;
+	double		step = ceiling / 10;
 	double		q;
 	int			i;
 
@@ -181,34 +183,33 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 			p->rate = rate;
 			p->min_rate = Min(p->min_rate, p->rate);
 			p->pacing = false;	/* the new rate counts from now */
-			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: %s %.1f MB/s",
+			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms of %llu without jobs: %s %.1f MB/s",
 				 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0,
-				 p->rate <= archive_cluster_min_wal_rate ? "at the floor," : "halved to", p->rate);
+				 (unsigned long long) nbase,
+				 p->rate == archive_cluster_min_wal_rate && p->rate < ceiling ? "at the floor," : "halved to",
+				 p->rate);
 			return;
 		}
+
 		/*
-		 * Over half the way to the bound: hold the rate, so that it does not
-		 * climb back into the bound window after window, hovering there.
+		 * More than half the way to the bound: a quarter of the step, so
+		 * that the rate does not climb straight back into the bound and
+		 * hover there.
 		 */
 		if (nbase >= AC_BASE_COMMITS &&
 			p->window_p99 > (1.0 + (archive_cluster_max_commit_slowdown - 1.0) / 2) * p->base_p99)
-		{
-			p->pacing = false;
-			elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms without jobs: held at %.1f MB/s",
-				 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0, p->rate);
-			return;
-		}
+			step = ceiling / 40;
 	}
 	/* fine, or too few to tell (few others write, no baseline yet): faster */
-	p->rate = Min(p->rate + ceiling / 10, ceiling);
+	p->rate = Min(p->rate + step, ceiling);
 	p->pacing = false;
 	if (n < AC_WINDOW_MIN_COMMITS)
 		elog(DEBUG1, "archive_cluster pacer: %llu commits, too few to tell: %.1f MB/s",
 			 (unsigned long long) n, p->rate);
 	else
-		elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms of %llu without jobs: %.1f MB/s",
+		elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms of %llu without jobs: %s%.1f MB/s",
 			 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0,
-			 (unsigned long long) nbase, p->rate);
+			 (unsigned long long) nbase, step < ceiling / 10 ? "near the bound, " : "", p->rate);
 }
 
 /* What sets the rate now, among other writers. */
