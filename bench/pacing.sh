@@ -280,20 +280,29 @@ for r in $(seq 1 "$rounds"); do
 	done
 done
 
-echo "== alone: a run and a compaction under each setting, nobody else writing"
-echo "kind,setting,seconds,paced_s,rows" > "$out/alone.csv"
+# Two passes, the second in the reverse order: the first run after the
+# rounds writes into the pages the last compaction freed (slower than new
+# pages), whichever setting comes first.
+echo "== alone: a run and a compaction under each setting, nobody else writing (two passes)"
+echo "pass,kind,setting,seconds,paced_s,rows" > "$out/alone.csv"
 [ -z "$only" ] || settings=()
-for s in "${settings[@]}"; do
-	add_tail
-	settle
-	q -c "$(job_sql run "${s#*=}")" >/dev/null
-	log=$(last_log)
-	echo "run,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2),$tail_rows" | tee -a "$out/alone.csv"
-	q -c "VACUUM t_current, t_archive" >/dev/null
-	settle
-	q -c "$(job_sql compaction "${s#*=}")" >/dev/null
-	log=$(last_log)
-	echo "compaction,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2)," | tee -a "$out/alone.csv"
+alone_order=("${settings[@]}")
+for pass in 1 2; do
+	for s in "${alone_order[@]}"; do
+		add_tail
+		settle
+		q -c "$(job_sql run "${s#*=}")" >/dev/null
+		log=$(last_log)
+		echo "$pass,run,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2),$tail_rows" | tee -a "$out/alone.csv"
+		q -c "VACUUM t_current, t_archive" >/dev/null
+		settle
+		q -c "$(job_sql compaction "${s#*=}")" >/dev/null
+		log=$(last_log)
+		echo "$pass,compaction,${s%%=*},${log%%|*},$(echo "$log" | cut -d'|' -f2)," | tee -a "$out/alone.csv"
+	done
+	reversed=()
+	for ((i = ${#alone_order[@]} - 1; i >= 0; i--)); do reversed+=("${alone_order[$i]}"); done
+	alone_order=("${reversed[@]+"${reversed[@]}"}")
 done
 
 if [ "$refs" = yes ]; then
@@ -374,9 +383,12 @@ for kind in ('run', 'compaction', 'vacuum', 'repack'):
         L.append('| %s | %s | %s | %d of %d | %s | %s |' % (
             kind, s, ', '.join('%.2fx' % x for x in ratios), sum(1 for x in ratios if x <= 1.5), len(ratios),
             ', '.join(r['job_s'] for r in m), ', '.join(r['paced_s'] for r in m)))
-L += ['', '| alone | setting | seconds |', '|---|---|---|']
-for a in alone:
-    L.append('| %s | %s | %s |' % (a['kind'], a['setting'], a['seconds']))
+L += ['', '| alone | setting | seconds, pass 1 | seconds, pass 2 (reverse order) |', '|---|---|---|---|']
+for kind in ('run', 'compaction'):
+    for s in ('effect', 'rate20', 'rate5', 'off'):
+        m = {a['pass']: a['seconds'] for a in alone if a['kind'] == kind and a['setting'] == s}
+        if m:
+            L.append('| %s | %s | %s | %s |' % (kind, s, m.get('1', ''), m.get('2', '')))
 import os
 if os.path.exists(out + '/standby_lag.csv'):
     lag = list(csv.DictReader(open(out + '/standby_lag.csv')))

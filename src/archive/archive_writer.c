@@ -9,7 +9,10 @@
  *		So the archive reuses the space compactions free, and no row of a
  *		later key goes into a hole among earlier keys' rows.  The index
  *		entries are then sorted per index and inserted in index order
- *		(ac_writer_finish).  The pages written are noted, for the loose set
+ *		(ac_writer_finish), but for an index that leads with the cluster
+ *		key, whose entries come in its order already and go in as the rows
+ *		do (its sort spilled to disk, in front of others' commits, where
+ *		the others' fit in memory).  The pages written are noted, for the loose set
  *		(loose.c).  Each row and index entry is paced (pace.c).
  *
  *-------------------------------------------------------------------------
@@ -19,6 +22,7 @@
 #include "access/heapam.h"
 #include "access/hio.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
@@ -27,6 +31,7 @@
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/freespace.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
@@ -136,20 +141,58 @@ ac_writer_fits(AcWriter *w, TupleTableSlot *slot)
 	return ac_fits(w, ac_row_space(slot));
 }
 
+/*
+ * Rows come sorted by this column (attno of rel), with this "<" operator
+ * and collation: the cluster key's leading column, as the caller sorted.
+ */
+void
+ac_writer_set_order(AcWriter *w, AttrNumber attno, Oid ltop, Oid collation)
+{
+	w->order_attno = attno;
+	w->order_op = ltop;
+	w->order_coll = collation;
+}
+
+/* Does index i lead with the column the rows come sorted by, in its order? */
+static bool
+ac_index_in_order(AcWriter *w, int i)
+{
+	Relation	index = w->rri->ri_IndexRelationDescs[i];
+	IndexInfo  *ii = w->rri->ri_IndexRelationInfo[i];
+	Oid			opfamily;
+	Oid			opcintype;
+	int16		strategy;
+
+	if (w->order_attno == InvalidAttrNumber ||
+		ii->ii_IndexAttrNumbers[0] != w->order_attno ||
+		index->rd_indoption[0] != 0 ||	/* DESC, NULLS FIRST */
+		index->rd_indcollation[0] != w->order_coll ||
+		!get_ordering_op_properties(w->order_op, &opfamily, &opcintype, &strategy))
+		return false;
+	return strategy == BTLessStrategyNumber && opfamily == index->rd_opfamily[0];
+}
+
+/* A sort for each index but those whose entries come in order. */
 static void
 ac_index_sorts_begin(AcWriter *w)
 {
 	int			n = w->rri->ri_NumIndices;
-	int			workmem = Max(maintenance_work_mem / Max(n, 1), 1024);
+	int			nsorts = 0;
+	int			workmem;
 	int			i;
 
 	for (i = 0; i < n; i++)
-		w->isorts[i] = tuplesort_begin_index_btree(w->rel, w->rri->ri_IndexRelationDescs[i],
-												   false, false, workmem, NULL,
-												   TUPLESORT_NONE);
+		if (!ac_index_in_order(w, i))
+			nsorts++;
+	workmem = Max(maintenance_work_mem / Max(nsorts, 1), 1024);
+	for (i = 0; i < n; i++)
+		w->isorts[i] = ac_index_in_order(w, i) ? NULL :
+			tuplesort_begin_index_btree(w->rel, w->rri->ri_IndexRelationDescs[i],
+										false, false, workmem, NULL, TUPLESORT_NONE);
+	w->sorts_begun = true;
 }
 
-/* Add the index entries of one written row to the sorts. */
+/* Add the index entries of one written row to the sorts, or to the index. */
 static void
 ac_index_sorts_put(AcWriter *w, TupleTableSlot *slot)
 {
@@ -162,6 +205,7 @@ ac_index_sorts_put(AcWriter *w, TupleTableSlot *slot)
 	for (i = 0; i < w->rri->ri_NumIndices; i++)
 	{
 		IndexInfo  *ii = w->rri->ri_IndexRelationInfo[i];
+		Relation	index = w->rri->ri_IndexRelationDescs[i];
 
 		/* being built by CREATE INDEX CONCURRENTLY: not yet, as INSERT does */
 		if (!ii->ii_ReadyForInserts)
@@ -174,8 +218,15 @@ ac_index_sorts_put(AcWriter *w, TupleTableSlot *slot)
 				continue;
 		}
 		FormIndexDatum(ii, slot, w->estate, values, isnull);
-		tuplesort_putindextuplevalues(w->isorts[i], w->rri->ri_IndexRelationDescs[i],
-									  &slot->tts_tid, values, isnull);
+		if (w->isorts[i] != NULL)
+			tuplesort_putindextuplevalues(w->isorts[i], index, &slot->tts_tid, values, isnull);
+		else
+		{
+			ac_pace(w->pace);
+			index_insert(index, values, isnull, &slot->tts_tid, w->rel,
+						 index->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+						 false, ii);
+		}
 	}
 }
 
@@ -244,7 +295,7 @@ ac_writer_insert(AcWriter *w, BlockNumber blk)
 	bool		landed;
 	int			i;
 
-	if (w->sorted_indexes && w->rri->ri_NumIndices > 0 && w->isorts[0] == NULL)
+	if (w->sorted_indexes && w->rri->ri_NumIndices > 0 && !w->sorts_begun)
 		ac_index_sorts_begin(w);
 	for (i = 0; i < w->nslots; i++)
 		w->bytes += ExecFetchSlotHeapTuple(w->slots[i], true, NULL)->t_len;
@@ -355,8 +406,9 @@ ac_writer_finish(AcWriter *w)
 {
 	int			i;
 
-	if (w->isorts[0] == NULL)
+	if (!w->sorts_begun)
 		return;
+	w->sorts_begun = false;
 	for (i = 0; i < w->rri->ri_NumIndices; i++)
 	{
 		Relation	index = w->rri->ri_IndexRelationDescs[i];
@@ -366,6 +418,8 @@ ac_writer_finish(AcWriter *w)
 		Datum		values[INDEX_MAX_KEYS];
 		bool		isnull[INDEX_MAX_KEYS];
 
+		if (w->isorts[i] == NULL)
+			continue;
 		tuplesort_performsort(w->isorts[i]);
 		while ((itup = tuplesort_getindextuple(w->isorts[i], true)) != NULL)
 		{

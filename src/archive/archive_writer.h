@@ -34,7 +34,12 @@ typedef struct AcWriter
 	int			page_rows;		/* rows already on it */
 	bool		page_per_flush; /* each flush onto a page of its own */
 	bool		sorted_indexes; /* index entries sorted per index */
-	Tuplesortstate **isorts;	/* one per index, while rows are written */
+	bool		sorts_begun;
+	Tuplesortstate **isorts;	/* one per index, while rows are written;
+								 * NULL: inserted as rows are (in order) */
+	AttrNumber	order_attno;	/* rows come in this column's order */
+	Oid			order_op;		/* ... by this "<" operator */
+	Oid			order_coll;
 	ExprState **predicates;		/* of partial indexes */
 	AcPace	   *pace;
 	MemoryContext flushcxt;		/* table_multi_insert()'s allocations, per call */
@@ -47,6 +52,7 @@ typedef struct AcWriter
 } AcWriter;
 
 extern void ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace);
+extern void ac_writer_set_order(AcWriter *w, AttrNumber attno, Oid ltop, Oid collation);
 extern TupleTableSlot *ac_writer_slot(AcWriter *w);
 extern bool ac_writer_fits(AcWriter *w, TupleTableSlot *slot);
 extern void ac_writer_add(AcWriter *w);

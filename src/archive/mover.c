@@ -281,6 +281,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int			natts;
 	AttrNumber *curatt;
 	AttrNumber *arcatt;
+	AttrNumber	arc_keyattno;
 	Oid			agetype;
 	bool		identity;
 	int			i;
@@ -327,6 +328,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	cutoff = ac_cutoff_for_type(cfg, agetype);
 
 	m.nkeys = cfg->ncluster;
+	arc_keyattno = arcatt[ac_view_column_required(view, cfg->cluster_by[0])];
 	for (i = 0; i < cfg->ncluster; i++)
 	{
 		AttrNumber	attno = curatt[ac_view_column_required(view, cfg->cluster_by[i])];
@@ -404,6 +406,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 				 ac_wait_event("ArchiveClusterRunPacing"));
 	/* careful: unique indexes are probed as for ON CONFLICT */
 	ac_writer_begin(&m.w, m.arc, careful, &m.pace);
+	ac_writer_set_order(&m.w, arc_keyattno, m.sortops[0], m.sortcolls[0]);
 	if (careful)
 	{
 		m.checks = ac_archive_checks_begin(m.w.rri, m.w.estate);
