@@ -32,8 +32,9 @@
 # Results: DIR/pacing.csv (one row per measurement), DIR/waits_*.csv (what
 # the inserting sessions waited for during each job, 50-ms samples), DIR/alone.csv,
 # DIR/summary.md; the run log rows (archive_cluster_runs: paced, detail);
-# DIR/io_*.csv: the disk (/proc/diskstats of the data directory's device) and
-# the kernel's dirty and writeback page cache (/proc/meminfo) every 100 ms from
+# DIR/io_*.csv: the disk (/proc/diskstats of the data directory's device), the
+# CPUs' jiffies (/proc/stat: busy, idle, iowait, steal) and the kernel's dirty
+# and writeback page cache (/proc/meminfo) every 100 ms from
 # the base window to the job's end, with pg_stat_wal's counters around each
 # window (walstats.csv; track_wal_io_timing is on); raw/jobs.csv: each job's
 # start and end (epoch seconds); server.log: the server's log (checkpoints,
@@ -169,11 +170,17 @@ pgb() {	# pgb PREFIX SECONDS: the inserting clients
 
 # the block device under the data directory, for /proc/diskstats
 dev=$(basename "$(df --output=source "$work" | tail -1)")
+stamp() {	# each line of stdin after the time it came (epoch seconds)
+	local l
+	while IFS= read -r l; do
+		printf '%s %s\n' "$(date +%s.%N)" "$l"
+	done
+}
 iosample() {	# iosample LABEL: every 100 ms until killed
 	local f="$out/raw/io_$1.csv"
-	echo "t,dirty_kb,writeback_kb,writes,sectors_written,write_ms,in_flight,io_ms" > "$f"
+	echo "t,dirty_kb,writeback_kb,writes,sectors_written,write_ms,in_flight,io_ms,cpu_busy,cpu_idle,cpu_iowait,cpu_steal" > "$f"
 	while :; do
-		echo "$(date +%s.%N),$(awk '/^Dirty:/ {d=$2} /^Writeback:/ {w=$2} END {print d "," w}' /proc/meminfo),$(awk -v d="$dev" '$3 == d {print $8 "," $10 "," $11 "," $12 "," $13}' /proc/diskstats)" >> "$f"
+		echo "$(date +%s.%N),$(awk '/^Dirty:/ {d=$2} /^Writeback:/ {w=$2} END {print d "," w}' /proc/meminfo),$(awk -v d="$dev" '$3 == d {print $8 "," $10 "," $11 "," $12 "," $13}' /proc/diskstats),$(awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 "," $5 "," $6 "," $9}' /proc/stat)" >> "$f"
 		sleep 0.1
 	done
 }
@@ -227,7 +234,7 @@ measure() {	# measure ROUND KIND NAME SETTING
 	local sampler=$!
 	walstats "$label" job_start
 	t0=$(date +%s.%N)
-	# the pacer's steps (DEBUG1) into raw/LABEL.pacer
+	# the pacer's steps and the job's phases (DEBUG1), each line after its time, into raw/LABEL.pacer
 	if [ "$kind" = repack ]; then
 		as_pg "$bindir/pg_repack" -h "$work" -p "$port" -d postgres -t t_archive -o cid,ts > "$out/raw/$label.pacer" 2>&1
 		moved=$(q -c "SELECT count(*) FROM t_archive")
@@ -235,7 +242,7 @@ measure() {	# measure ROUND KIND NAME SETTING
 		q -c "VACUUM t_archive" 2> "$out/raw/$label.pacer"
 		moved=$(q -c "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 't_archive'")
 	else
-		moved=$(q -c "SET client_min_messages = debug1; $(job_sql "$kind" "$setting")" 2> "$out/raw/$label.pacer" | tail -1)
+		moved=$(q -c "SET client_min_messages = debug1; $(job_sql "$kind" "$setting")" 2> >(stamp > "$out/raw/$label.pacer") | tail -1)
 	fi
 	t1=$(date +%s.%N)
 	walstats "$label" job_end

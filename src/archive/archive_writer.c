@@ -7,12 +7,11 @@
  *		empty page (ac_writer_flush): one the free space map knows to be
  *		empty (a compaction emptied it, VACUUM freed it), else a new one.
  *		So the archive reuses the space compactions free, and no row of a
- *		later key goes into a hole among earlier keys' rows.  The index
- *		entries are then sorted per index and inserted in index order
- *		(ac_writer_finish), but for an index that leads with the cluster
- *		key, whose entries come in its order already and go in as the rows
- *		do (its sort spilled to disk, in front of others' commits, where
- *		the others' fit in memory).  The pages written are noted, for the loose set
+ *		later key goes into a hole among earlier keys' rows.  An index whose
+ *		key columns are the cluster key's leading columns gets its entries
+ *		as the rows go in, which is in its order; the others' entries are
+ *		sorted per index and inserted in index order (ac_writer_finish).
+ *		The pages written are noted, for the loose set
  *		(loose.c).  Each row and index entry is paced (pace.c).
  *
  *-------------------------------------------------------------------------
@@ -22,7 +21,6 @@
 #include "access/heapam.h"
 #include "access/hio.h"
 #include "access/htup_details.h"
-#include "access/stratnum.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
@@ -42,11 +40,14 @@
 
 /*
  * Index entries of a batch.  With only btree indexes (no exclusion or
- * deferred constraints), they are sorted per index and inserted in index
- * order: each index is then walked from left to right, and an index whose
- * key grows with time (an id, a timestamp) gets its entries appended at its
- * rightmost page, where btree inserts take a fast path.  Otherwise they are
- * inserted row by row as an INSERT would.
+ * deferred constraints), they go into each index in its order: each index is
+ * then walked from left to right, and an index whose key grows with time (an
+ * id, a timestamp) gets its entries appended at its rightmost page, where
+ * btree inserts take a fast path.  Those of an index on the cluster key's
+ * leading columns come in that order already and go in as the rows do (no
+ * sort, so the other sorts get its memory); the others are sorted per index
+ * (ac_writer_finish).  Otherwise they are inserted row by row as an INSERT
+ * would.
  */
 static bool
 ac_can_sort_indexes(ResultRelInfo *rri)
@@ -142,59 +143,75 @@ ac_writer_fits(AcWriter *w, TupleTableSlot *slot)
 }
 
 /*
- * Rows come sorted by this column (attno of rel), with this "<" operator
- * and collation: the cluster key's leading column, as the caller sorted.
+ * Rows come sorted by these columns of rel (the cluster key, as the caller
+ * sorted it: "<" operators, collations, NULLS LAST).
  */
 void
-ac_writer_set_order(AcWriter *w, AttrNumber attno, Oid ltop, Oid collation)
+ac_writer_set_order(AcWriter *w, int ncols, const AttrNumber *attnos, const Oid *ltops,
+					const Oid *collations)
 {
-	w->order_attno = attno;
-	w->order_op = ltop;
-	w->order_coll = collation;
+	Assert(ncols <= AC_MAX_CLUSTER_COLS);
+	w->norder = ncols;
+	memcpy(w->order_attnos, attnos, sizeof(AttrNumber) * ncols);
+	memcpy(w->order_ops, ltops, sizeof(Oid) * ncols);
+	memcpy(w->order_colls, collations, sizeof(Oid) * ncols);
 }
 
-/* Does index i lead with the column the rows come sorted by, in its order? */
+/*
+ * Do index i's entries come in its order: are its key columns (or the
+ * cluster key's, when the index has more) the cluster key's leading
+ * columns, in the same order, ascending, nulls last?
+ */
 static bool
 ac_index_in_order(AcWriter *w, int i)
 {
 	Relation	index = w->rri->ri_IndexRelationDescs[i];
 	IndexInfo  *ii = w->rri->ri_IndexRelationInfo[i];
-	Oid			opfamily;
-	Oid			opcintype;
-	int16		strategy;
+	int			ncols = Min(ii->ii_NumIndexKeyAttrs, w->norder);
+	int			k;
 
-	if (w->order_attno == InvalidAttrNumber ||
-		ii->ii_IndexAttrNumbers[0] != w->order_attno ||
-		index->rd_indoption[0] != 0 ||	/* DESC, NULLS FIRST */
-		index->rd_indcollation[0] != w->order_coll ||
-		!get_ordering_op_properties(w->order_op, &opfamily, &opcintype, &strategy))
+	if (ncols == 0)
 		return false;
-	return strategy == BTLessStrategyNumber && opfamily == index->rd_opfamily[0];
+	for (k = 0; k < ncols; k++)
+	{
+		/* an expression's attno is 0, never a cluster column */
+		if (ii->ii_IndexAttrNumbers[k] != w->order_attnos[k] ||
+			index->rd_indoption[k] != 0 ||	/* DESC, NULLS FIRST */
+			index->rd_indcollation[k] != w->order_colls[k] ||
+			get_op_opfamily_strategy(w->order_ops[k], index->rd_opfamily[k]) != BTLessStrategyNumber)
+			return false;
+	}
+	return true;
 }
 
-/* A sort for each index but those whose entries come in order. */
+/* A sort for each index but those whose entries come in order (NULL). */
 static void
 ac_index_sorts_begin(AcWriter *w)
 {
 	int			n = w->rri->ri_NumIndices;
+	bool	   *inorder = palloc(sizeof(bool) * Max(n, 1));
 	int			nsorts = 0;
 	int			workmem;
 	int			i;
 
 	for (i = 0; i < n; i++)
-		if (!ac_index_in_order(w, i))
+	{
+		inorder[i] = ac_index_in_order(w, i);
+		if (!inorder[i])
 			nsorts++;
+	}
 	workmem = Max(maintenance_work_mem / Max(nsorts, 1), 1024);
 	for (i = 0; i < n; i++)
-		w->isorts[i] = ac_index_in_order(w, i) ? NULL :
+		w->isorts[i] = inorder[i] ? NULL :
 			tuplesort_begin_index_btree(w->rel, w->rri->ri_IndexRelationDescs[i],
 										false, false, workmem, NULL, TUPLESORT_NONE);
+	pfree(inorder);
 	w->sorts_begun = true;
 }
 
-/* Add the index entries of one written row to the sorts, or to the index. */
+/* The index entries of one written row: into the sorts, or into the index. */
 static void
-ac_index_sorts_put(AcWriter *w, TupleTableSlot *slot)
+ac_index_entries_add(AcWriter *w, TupleTableSlot *slot)
 {
 	ExprContext *econtext = GetPerTupleExprContext(w->estate);
 	Datum		values[INDEX_MAX_KEYS];
@@ -312,7 +329,7 @@ ac_writer_insert(AcWriter *w, BlockNumber blk)
 	{
 		ac_note_block(w, ItemPointerGetBlockNumber(&w->slots[i]->tts_tid));
 		if (w->rri->ri_NumIndices > 0 && w->sorted_indexes)
-			ac_index_sorts_put(w, w->slots[i]);
+			ac_index_entries_add(w, w->slots[i]);
 		else if (w->rri->ri_NumIndices > 0)
 		{
 			List	   *recheck = ac_insert_index_tuples(w->rri, w->slots[i], w->estate);
@@ -409,6 +426,8 @@ ac_writer_finish(AcWriter *w)
 	if (!w->sorts_begun)
 		return;
 	w->sorts_begun = false;
+	elog(DEBUG1, "archive_cluster: inserting the sorted index entries of %lld rows",
+		 (long long) w->rows);
 	for (i = 0; i < w->rri->ri_NumIndices; i++)
 	{
 		Relation	index = w->rri->ri_IndexRelationDescs[i];

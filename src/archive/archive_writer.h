@@ -14,6 +14,7 @@
 #include "executor/executor.h"
 #include "utils/tuplesort.h"
 
+#include "archive_cluster.h"
 #include "pace/pace.h"
 
 /* rows buffered: a page's worth, and the next row */
@@ -34,12 +35,14 @@ typedef struct AcWriter
 	int			page_rows;		/* rows already on it */
 	bool		page_per_flush; /* each flush onto a page of its own */
 	bool		sorted_indexes; /* index entries sorted per index */
-	bool		sorts_begun;
+	bool		sorts_begun;	/* isorts made, for the rows since the last
+								 * ac_writer_finish() */
 	Tuplesortstate **isorts;	/* one per index, while rows are written;
-								 * NULL: inserted as rows are (in order) */
-	AttrNumber	order_attno;	/* rows come in this column's order */
-	Oid			order_op;		/* ... by this "<" operator */
-	Oid			order_coll;
+								 * NULL: inserted as the rows are (in order) */
+	int			norder;			/* rows come sorted by these columns: */
+	AttrNumber	order_attnos[AC_MAX_CLUSTER_COLS];
+	Oid			order_ops[AC_MAX_CLUSTER_COLS]; /* "<" operators */
+	Oid			order_colls[AC_MAX_CLUSTER_COLS];
 	ExprState **predicates;		/* of partial indexes */
 	AcPace	   *pace;
 	MemoryContext flushcxt;		/* table_multi_insert()'s allocations, per call */
@@ -52,7 +55,8 @@ typedef struct AcWriter
 } AcWriter;
 
 extern void ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace);
-extern void ac_writer_set_order(AcWriter *w, AttrNumber attno, Oid ltop, Oid collation);
+extern void ac_writer_set_order(AcWriter *w, int ncols, const AttrNumber *attnos,
+								const Oid *ltops, const Oid *collations);
 extern TupleTableSlot *ac_writer_slot(AcWriter *w);
 extern bool ac_writer_fits(AcWriter *w, TupleTableSlot *slot);
 extern void ac_writer_add(AcWriter *w);

@@ -570,8 +570,8 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, AcPaceReport 
 
 	ac_writer_begin(&c.settled, c.arc, false, &c.pace);
 	ac_writer_begin(&c.loose, c.arc, false, &c.pace);
-	ac_writer_set_order(&c.settled, cols[0], ops[0], colls[0]);
-	ac_writer_set_order(&c.loose, cols[0], ops[0], colls[0]);
+	ac_writer_set_order(&c.settled, cfg->ncluster, cols, ops, colls);
+	ac_writer_set_order(&c.loose, cfg->ncluster, cols, ops, colls);
 	c.settled.cid = c.loose.cid = cid;
 	/* a settled page holds one key's rows */
 	c.settled.page_per_flush = true;

@@ -15,7 +15,8 @@
  *		   SQLSTATE 40001 instead of skipping it as deleted;
  *		3. sort those rows by the cluster key (tuplesort);
  *		4. write them into <t>_archive a page at a time, each onto an empty
- *		   page, then insert their index entries, sorted per index
+ *		   page, with their entries in an index on the cluster key, then
+ *		   insert their other index entries, sorted per index
  *		   (archive_writer.c), and note the pages written in the archive's
  *		   loose set (loose.c);
  *		paced among other writers (pace.c).  All of it happens in the
@@ -281,7 +282,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	int			natts;
 	AttrNumber *curatt;
 	AttrNumber *arcatt;
-	AttrNumber	arc_keyattno;
+	AttrNumber	arc_keyattnos[AC_MAX_CLUSTER_COLS];
 	Oid			agetype;
 	bool		identity;
 	int			i;
@@ -328,13 +329,13 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 	cutoff = ac_cutoff_for_type(cfg, agetype);
 
 	m.nkeys = cfg->ncluster;
-	arc_keyattno = arcatt[ac_view_column_required(view, cfg->cluster_by[0])];
 	for (i = 0; i < cfg->ncluster; i++)
 	{
 		AttrNumber	attno = curatt[ac_view_column_required(view, cfg->cluster_by[i])];
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(m.cur), attno - 1);
 
 		m.sortcols[i] = attno;
+		arc_keyattnos[i] = arcatt[ac_view_column_required(view, cfg->cluster_by[i])];
 		m.sortops[i] = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR)->lt_opr;
 		m.sortcolls[i] = att->attcollation;
 		m.nullsfirst[i] = false;
@@ -406,7 +407,7 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 				 ac_wait_event("ArchiveClusterRunPacing"));
 	/* careful: unique indexes are probed as for ON CONFLICT */
 	ac_writer_begin(&m.w, m.arc, careful, &m.pace);
-	ac_writer_set_order(&m.w, arc_keyattno, m.sortops[0], m.sortcolls[0]);
+	ac_writer_set_order(&m.w, m.nkeys, arc_keyattnos, m.sortops, m.sortcolls);
 	if (careful)
 	{
 		m.checks = ac_archive_checks_begin(m.w.rri, m.w.estate);

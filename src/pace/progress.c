@@ -222,6 +222,8 @@ ac_progress_phase(AcPhase phase)
 	AC_PROGRESS_WRITE_BEGIN(s);
 	s->phase = phase;
 	AC_PROGRESS_WRITE_END(s);
+	/* with the pacer's steps (pace.c), for a diagnosis */
+	elog(DEBUG1, "archive_cluster: phase %s", ac_phase_names[phase]);
 }
 
 /* A batch of "planned" rows starts (batches counts it). */
