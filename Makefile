@@ -19,6 +19,7 @@ OBJS = \
 	src/pace/pace.o \
 	src/pace/progress.o \
 	src/pace/replica_wait.o \
+	src/pace/writeback.o \
 	src/archive/run.o \
 	src/archive/table_job.o \
 	src/archive/threshold.o \

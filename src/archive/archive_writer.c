@@ -97,6 +97,9 @@ ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace)
 	InitResultRelInfo(w->rri, rel, 0, NULL, 0);
 	ExecOpenIndices(w->rri, speculative);
 	ac_guard_leave_out(w->rri);
+	/* the heap goes through the ring below; its indexes do not */
+	for (i = 0; i < w->rri->ri_NumIndices; i++)
+		ac_writeback_add(&pace->wb, w->rri->ri_IndexRelationDescs[i]);
 	w->sorted_indexes = ac_can_sort_indexes(w->rri);
 	w->isorts = palloc0(sizeof(Tuplesortstate *) * Max(w->rri->ri_NumIndices, 1));
 	w->predicates = palloc0(sizeof(ExprState *) * Max(w->rri->ri_NumIndices, 1));
@@ -465,6 +468,8 @@ ac_writer_end(AcWriter *w)
 	table_finish_bulk_insert(w->rel, 0);
 	/* this backend's next insert into the table picks its page afresh */
 	RelationSetTargetBlock(w->rel, InvalidBlockNumber);
+	for (i = 0; i < w->rri->ri_NumIndices; i++)
+		ac_writeback_forget(&w->pace->wb, w->rri->ri_IndexRelationDescs[i]);
 	ExecCloseIndices(w->rri);
 	FreeExecutorState(w->estate);
 	pfree(w->blocks);

@@ -511,6 +511,8 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, AcPaceReport 
 
 	ac_pace_init(&c.pace, archive_cluster_compaction_max_wal_rate, true,
 				 ac_wait_event("ArchiveClusterCompactionPacing"));
+	/* the loose pages' rows are deleted in place */
+	ac_writeback_add(&c.pace.wb, c.arc);
 	c.maxkeep = 64;
 	c.keep = palloc(sizeof(BlockNumber) * c.maxkeep);
 	/* ranges beyond this compaction's bound stay loose */

@@ -405,6 +405,8 @@ ac_move_once(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 
 	ac_pace_init(&m.pace, archive_cluster_run_max_wal_rate, false,
 				 ac_wait_event("ArchiveClusterRunPacing"));
+	/* the moved rows are deleted in place */
+	ac_writeback_add(&m.pace.wb, m.cur);
 	/* careful: unique indexes are probed as for ON CONFLICT */
 	ac_writer_begin(&m.w, m.arc, careful, &m.pace);
 	ac_writer_set_order(&m.w, m.nkeys, arc_keyattnos, m.sortops, m.sortcolls);

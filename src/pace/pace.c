@@ -28,9 +28,10 @@
  *		the library preloaded, or with pacing = 'rate', the rate is the
  *		ceiling (the behaviour of 1.0); 'off' does not pace.
  *
- *		It also waits, within the transaction's budget, while a standby or
- *		subscriber lags more than archive_cluster.max_replica_lag
- *		(replica_wait.c).
+ *		Paced by effect, it also has the kernel write back its relations'
+ *		dirty pages as it goes (writeback.c).  It waits, within the
+ *		transaction's budget, while a standby or subscriber lags more than
+ *		archive_cluster.max_replica_lag (replica_wait.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -270,6 +271,8 @@ ac_pace(AcPace *p)
 	if (p->replica_us != waited)
 		ac_pace_restart(p);
 	now = GetCurrentTimestamp();
+	if (p->effect)
+		ac_writeback(&p->wb, now);
 	others = ac_pace_others_write(p, now);
 	/* commits until a second from now are made while a job writes: whatever its pacing */
 	if (others)

@@ -12,6 +12,7 @@
 #include "datatype/timestamp.h"
 
 #include "pace/commit_latency.h"
+#include "pace/writeback.h"
 
 typedef struct AcPace
 {
@@ -40,6 +41,7 @@ typedef struct AcPace
 	uint64		window_commits;
 	int			slowdowns;		/* times the rate was halved */
 	double		min_rate;		/* the lowest rate it went to */
+	AcWriteback wb;				/* the relations it changes in place */
 } AcPace;
 
 /* what a job's pacer did, for the run log (ac_pace_detail) */
