@@ -11,6 +11,8 @@
 #     by commit latency while it runs, and its run-log row says how far it
 #     went down and why.  The slowness is made, not measured: nothing here
 #     depends on how fast the machine is.
+#   - Paced by effect, the run has the kernel write back its relations (the
+#     current tier it deletes from, the archive's indexes) as it goes.
 #   - The worker's VACUUM after a run is throttled as autovacuum's is
 #     (autovacuum_vacuum_cost_delay and _limit): seen sleeping in
 #     VacuumDelay.
@@ -26,9 +28,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 # nobody writes but the test's sessions (autovacuum's ANALYZE would take
-# transaction IDs)
+# transaction IDs); fsync on, as a job asks for no writeback without it
 my $node = new_node('pacing',
 	autovacuum => 'off',
+	fsync => 'on',
 	'archive_cluster.enabled' => 'off');
 my $rows = q{SELECT g, g % 100, now() - interval '1 day', repeat('p', 300) FROM generate_series(1, %d) g};
 $node->safe_psql('postgres',
@@ -92,7 +95,7 @@ $quick->query_until(qr/quick/,
 	"\\echo quick\nINSERT INTO others VALUES (2) \\watch 0.01\n");
 my $run = $node->background_psql('postgres', on_error_stop => 0);
 $run->query_safe(
-	"SET archive_cluster.run_max_wal_rate = 16; SET archive_cluster.min_wal_rate = 2;");
+	"SET archive_cluster.run_max_wal_rate = 16; SET archive_cluster.min_wal_rate = 2; SET log_min_messages = debug1;");
 $run->query_until(qr/started/,
 	"\\echo started\nSELECT status, rows_moved FROM archive_cluster_run('t', force => true);\n");
 ok( $node->poll_query_until('postgres',
@@ -123,6 +126,11 @@ like( $node->safe_psql('postgres', q{SELECT detail FROM archive_cluster_runs ORD
 	'its run-log row says it was paced by commit latency, down to the floor');
 is($node->safe_psql('postgres', q{SELECT paced > interval '0' FROM archive_cluster_runs ORDER BY run_id DESC LIMIT 1}),
 	't', 'and for how long');
+# the pages it deleted rows from and its index entries are written back as it
+# goes, not left to the kernel's dirty page cache for 30 s
+like(slurp_file($node->logfile),
+	qr/archive_cluster: the kernel writes back t_current, t_archive_\w+, t_archive_\w+ as the job goes/,
+	'the run had the kernel write back the current tier and the archive\'s two indexes as it went');
 
 # 4. the worker's VACUUM after its run is throttled as autovacuum's is: it
 # sleeps in VacuumDelay (autovacuum_vacuum_cost_delay and _limit, here 20 ms

@@ -271,8 +271,10 @@ ac_define_gucs(void)
 	DefineCustomIntVariable("archive_cluster.run_flush_after",
 							"Amount of data a run writes after which the kernel is asked to "
 							"write it back (backend_flush_after of runs).",
-							"Keeps a run's writes from piling up as dirty page cache, which would "
-							"stall the WAL flushes of concurrent commits.  0: the kernel decides.",
+							"Keeps a run's or compaction's writes from piling up as dirty page cache, which "
+							"would stall the WAL flushes of concurrent commits; paced by its effect, a job "
+							"also has the kernel write back its relations' files every 250 ms.  "
+							"0: the kernel decides.",
 							&archive_cluster_run_flush_after,
 							32, 0, 256,
 							PGC_USERSET, GUC_UNIT_BLOCKS,

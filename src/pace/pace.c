@@ -270,9 +270,10 @@ ac_pace(AcPace *p)
 	(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);
 	if (p->replica_us != waited)
 		ac_pace_restart(p);
-	now = GetCurrentTimestamp();
+	/* before the clock is read: its time is not the rate's */
 	if (p->effect)
-		ac_writeback(&p->wb, now);
+		ac_writeback(&p->wb);
+	now = GetCurrentTimestamp();
 	others = ac_pace_others_write(p, now);
 	/* commits until a second from now are made while a job writes: whatever its pacing */
 	if (others)

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * writeback.h
- *		Having the kernel write back a job's tables as it goes (writeback.c).
+ *		Having the kernel write back a job's relations as it goes (writeback.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -9,21 +9,19 @@
 #define ARCHIVE_CLUSTER_WRITEBACK_H
 
 #include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
 #include "utils/relcache.h"
-
-/* the relations a job changes in place: a tier's heap and an archive's indexes */
-#define AC_WRITEBACK_MAX_RELS	16
 
 typedef struct AcWriteback
 {
-	int			nrels;
-	Relation	rels[AC_WRITEBACK_MAX_RELS];
-	TimestampTz last;			/* the last request */
-	uint64		requests;		/* requests made */
+	List	   *rels;			/* AcWritebackRel: the relations, each with its place */
+	int			current;		/* the one a request goes on with */
+	TimestampTz last;			/* the last request; 0: none yet */
+	bool		named;			/* the relations were logged since the last one added */
 } AcWriteback;
 
 extern void ac_writeback_add(AcWriteback *wb, Relation rel);
 extern void ac_writeback_forget(AcWriteback *wb, Relation rel);
-extern void ac_writeback(AcWriteback *wb, TimestampTz now);
+extern void ac_writeback(AcWriteback *wb);
 
 #endif							/* ARCHIVE_CLUSTER_WRITEBACK_H */
