@@ -19,12 +19,12 @@
  *		(the default) the rate follows what others' commits wait
  *		(commit_latency.c): every window of about a second, the job compares
  *		the p99 of the commits made while it wrote with the p99 of commits
- *		while no job wrote; above archive_cluster.max_commit_slowdown times
- *		that, the rate halves (down to archive_cluster.min_wal_rate), as
- *		TCP's congestion window does; else it grows by a tenth of the
- *		ceiling (run_max_wal_rate or compaction_max_wal_rate), by a fortieth
- *		while that p99 is more than half the way to the bound (1.25 times at
- *		the default 1.5), so as not to climb straight back into it.  Without
+ *		while no job wrote; above halfway to archive_cluster.max_commit_slowdown
+ *		times that (1.25 at the default 1.5), the rate halves (down to
+ *		archive_cluster.min_wal_rate), as TCP's congestion window does; else
+ *		it grows by a tenth of the ceiling (run_max_wal_rate or
+ *		compaction_max_wal_rate), by a fortieth while that p99 is above
+ *		the quiet one, so as not to climb straight back into the aim.  Without
  *		the library preloaded, or with pacing = 'rate', the rate is the
  *		ceiling (the behaviour of 1.0); 'off' does not pace.
  *
@@ -144,7 +144,12 @@ ac_pace_restart(AcPace *p)
  * The controller's step at the end of a window: compare a high quantile of
  * the transactions made while jobs wrote (the p99, or with fewer than 100 in
  * the window the one its largest stands for) with the same quantile of quiet
- * times, and set the rate.
+ * times, and set the rate.  It aims halfway to the bound
+ * (max_commit_slowdown): a job's p99 is made of its worst windows, and one
+ * window's p99 is a histogram bucket's end, up to a quarter off.  At the
+ * default 1.5 the aim is 1.25, so a window one bucket slower than quiet
+ * times (1.14-1.25 times) climbs slowly and two buckets (1.33 or more)
+ * halve the rate.
  */
 static void
 ac_pace_adjust(AcPace *p, TimestampTz now)
@@ -155,6 +160,7 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 	uint64		nbase = 0;
 	double		ceiling = p->rate_mb;
 	double		step = ceiling / 10;
+	double		aim = 1.0 + (archive_cluster_max_commit_slowdown - 1.0) / 2;
 	double		q;
 	int			i;
 
@@ -174,8 +180,7 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 		q = Min(AC_QUANTILE, 1.0 - 1.0 / n);
 		p->window_p99 = ac_latency_quantile(busy, q, &n);
 		p->base_p99 = ac_latency_quantile(quiet, q, &nbase);
-		if (nbase >= AC_BASE_COMMITS &&
-			p->window_p99 > archive_cluster_max_commit_slowdown * p->base_p99)
+		if (nbase >= AC_BASE_COMMITS && p->window_p99 > aim * p->base_p99)
 		{
 			double		rate = Min(Max(p->rate / 2, (double) archive_cluster_min_wal_rate), ceiling);
 
@@ -193,12 +198,11 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 		}
 
 		/*
-		 * More than half the way to the bound: a quarter of the step, so
-		 * that the rate does not climb straight back into the bound and
-		 * hover there.
+		 * Slower than without jobs, though not past the aim: a quarter of
+		 * the step, so that the rate does not climb straight back into it
+		 * and hover there.
 		 */
-		if (nbase >= AC_BASE_COMMITS &&
-			p->window_p99 > (1.0 + (archive_cluster_max_commit_slowdown - 1.0) / 2) * p->base_p99)
+		if (nbase >= AC_BASE_COMMITS && p->window_p99 > p->base_p99)
 			step = ceiling / 40;
 	}
 	/* fine, or too few to tell (few others write, no baseline yet): faster */
@@ -210,7 +214,7 @@ ac_pace_adjust(AcPace *p, TimestampTz now)
 	else
 		elog(DEBUG1, "archive_cluster pacer: p99 %.2f ms of %llu commits, %.2f ms of %llu without jobs: %s%.1f MB/s",
 			 p->window_p99 / 1000.0, (unsigned long long) n, p->base_p99 / 1000.0,
-			 (unsigned long long) nbase, step < ceiling / 10 ? "near the bound, " : "", p->rate);
+			 (unsigned long long) nbase, step < ceiling / 10 ? "above quiet times, " : "", p->rate);
 }
 
 /* What sets the rate now, among other writers. */
