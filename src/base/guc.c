@@ -304,8 +304,9 @@ ac_define_gucs(void)
 	DefineCustomRealVariable("archive_cluster.max_commit_slowdown",
 							 "How much slower others' commits may be while a run or compaction writes, "
 							 "as the ratio of their p99 latencies.",
-							 "With pacing = effect, a job halves its WAL rate when the p99 of the commits "
-							 "made while it writes exceeds this times the p99 of commits while no job writes.",
+							 "With pacing = effect, a job aims halfway to it: it halves its WAL rate when the "
+							 "p99 of the commits made while it writes exceeds 1 + (this - 1) / 2 times the "
+							 "p99 of commits while no job writes.",
 							 &archive_cluster_max_commit_slowdown,
 							 1.5, 1.0, 100.0,
 							 PGC_USERSET, 0,

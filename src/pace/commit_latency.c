@@ -61,6 +61,11 @@ typedef struct AcCommitLatency
 		pg_atomic_uint64 v;		/* TimestampTz of the last halving */
 		char		pad[PG_CACHE_LINE_SIZE];
 	}			quiet_epoch;
+	union
+	{
+		pg_atomic_uint64 v;		/* commits timed since start-up */
+		char		pad[PG_CACHE_LINE_SIZE];
+	}			commits;
 	pg_atomic_uint64 quiet[AC_LATENCY_BUCKETS];
 	pg_atomic_uint64 busy[AC_LATENCY_BUCKETS];
 } AcCommitLatency;
@@ -138,6 +143,7 @@ ac_latency_count(int64 us, TimestampTz now)
 {
 	int			b = ac_latency_bucket(us);
 
+	(void) pg_atomic_fetch_add_u64(&ac_latency->commits.v, 1);
 	if ((uint64) now < pg_atomic_read_u64(&ac_latency->busy_until.v))
 		(void) pg_atomic_fetch_add_u64(&ac_latency->busy[b], 1);
 	else
@@ -227,6 +233,7 @@ ac_latency_startup(void)
 	{
 		pg_atomic_init_u64(&ac_latency->busy_until.v, 0);
 		pg_atomic_init_u64(&ac_latency->quiet_epoch.v, 0);
+		pg_atomic_init_u64(&ac_latency->commits.v, 0);
 		for (i = 0; i < AC_LATENCY_BUCKETS; i++)
 		{
 			pg_atomic_init_u64(&ac_latency->quiet[i], 0);
@@ -252,6 +259,13 @@ bool
 ac_commit_latency_available(void)
 {
 	return ac_latency != NULL;
+}
+
+/* Commits timed since start-up: a job sees others write when this moves. */
+uint64
+ac_commit_latency_commits(void)
+{
+	return ac_latency == NULL ? 0 : pg_atomic_read_u64(&ac_latency->commits.v);
 }
 
 /* This session's transaction is a job's: its commit is not counted. */

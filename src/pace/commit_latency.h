@@ -15,6 +15,7 @@
 
 extern void ac_commit_latency_init_hooks(void);
 extern bool ac_commit_latency_available(void);
+extern uint64 ac_commit_latency_commits(void);
 extern void ac_commit_latency_job(void);
 extern void ac_commit_latency_busy(TimestampTz until);
 extern void ac_commit_latency_read(uint64 *busy, uint64 *quiet);
