@@ -4,7 +4,11 @@
 #     from its CALL, each would look as long as the procedure had run, and
 #     one procedure that commits in a loop would hold every job at its
 #     floor).
-#   - Alone, runs are not paced, two in a row in one session too.
+#   - Alone, runs are not paced, two in a row in one session too, by effect
+#     and under pacing = 'rate'.
+#   - A procedure that commits in a loop (its COMMITs are not timed) makes a
+#     run pace itself: others write when any writing transaction of theirs
+#     ends, timed or not.
 #   - While a run writes among a session whose transactions are slow (200 ms
 #     each, pg_sleep in the statement), the run halves its WAL rate down to
 #     archive_cluster.min_wal_rate; archive_cluster_progress shows it paced
@@ -39,7 +43,10 @@ $node->safe_psql('postgres',
 	  . "CREATE TABLE others (x int);\n"
 	  . table_sql('t', columns => 'pad text NOT NULL', batch_rows => 1000, rows => sprintf($rows, 100000))
 	  . table_sql('a', columns => 'pad text NOT NULL', batch_rows => 1000, rows => sprintf($rows, 20000))
-	  . table_sql('b', columns => 'pad text NOT NULL', batch_rows => 1000, rows => sprintf($rows, 20000)));
+	  . table_sql('b', columns => 'pad text NOT NULL', batch_rows => 1000, rows => sprintf($rows, 20000))
+	  . table_sql('c', columns => 'pad text NOT NULL', batch_rows => 1000, rows => sprintf($rows, 20000))
+	  . table_sql('d', columns => 'pad text NOT NULL', batch_rows => 1000, rows => sprintf($rows, 20000))
+	  . table_sql('p', columns => 'pad text NOT NULL', batch_rows => 1000, rows => sprintf($rows, 100000)));
 
 # quick commits in autocommit, one statement each, as psql sends a script
 # (sessions that go on committing use \watch: a long script would fill the
@@ -72,9 +79,12 @@ cmp_ok($node->safe_psql('postgres', $quiet_p99_sql), '<', 300,
 cmp_ok($node->safe_psql('postgres', q{SELECT commits FROM archive_cluster_commit_latency WHERE histogram = 'quiet'}),
 	'>=', 10, 'quick commits are counted');
 
-# 2. alone, jobs are not paced: two runs in one session (the second one's
-# first look comes after its own first write, its own transaction ID is not
-# taken for another writer's)
+# 2. alone, jobs are not paced: two runs in one session.  By effect, others
+# write when a writing transaction of theirs ended within the last second
+# (the procedure's COMMITs above count: wait it out); under pacing = 'rate',
+# when one took a transaction ID (the second run's first look comes after its
+# own first write: its own ID is not taken for another writer's).
+sleep(2);
 $node->safe_psql('postgres', q{
 	SELECT rows_moved FROM archive_cluster_run('a', force => true);
 	SELECT rows_moved FROM archive_cluster_run('b', force => true);});
@@ -82,6 +92,43 @@ is( $node->safe_psql('postgres',
 		q{SELECT string_agg(relation::text || ':' || rows_moved || ':' || (paced = '0') || ':' || (detail IS NULL), ',' ORDER BY relation::text)
 		  FROM archive_cluster_runs WHERE relation::text IN ('a', 'b')}),
 	'a:20000:true:true,b:20000:true:true', 'two runs alone in one session: neither paced');
+$node->safe_psql('postgres', q{
+	SET archive_cluster.pacing = 'rate';
+	SELECT rows_moved FROM archive_cluster_run('c', force => true);
+	SELECT rows_moved FROM archive_cluster_run('d', force => true);});
+is( $node->safe_psql('postgres',
+		q{SELECT string_agg(relation::text || ':' || rows_moved || ':' || (paced = '0'), ',' ORDER BY relation::text)
+		  FROM archive_cluster_runs WHERE relation::text IN ('c', 'd')}),
+	'c:20000:true,d:20000:true', 'under pacing = rate too');
+
+# 2b. writers whose transactions are not timed still make a job pace itself:
+# a procedure that commits every 10 ms (its COMMITs are not timed, section 1)
+my $proc = $node->background_psql('postgres', on_error_stop => 0);
+$node->safe_psql('postgres', q{
+	CREATE PROCEDURE commit_forever() LANGUAGE plpgsql AS $$
+	BEGIN
+		LOOP
+			INSERT INTO others VALUES (4);
+			COMMIT;
+			PERFORM pg_sleep(0.01);
+		END LOOP;
+	END $$});
+$proc->query_until(qr/looping/, "\\echo looping\nCALL commit_forever();\n");
+my $prun = $node->background_psql('postgres', on_error_stop => 0);
+$prun->query_safe("SET archive_cluster.run_max_wal_rate = 16;");
+$prun->query_until(qr/started/,
+	"\\echo started\nSELECT status, rows_moved FROM archive_cluster_run('p', force => true);\n");
+ok( $node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM archive_cluster_progress WHERE relation = 'p'::regclass AND pace_reason <> 'alone'}),
+	'a run among a procedure committing in a loop paces itself');
+$node->safe_psql('postgres',
+	q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	  WHERE query LIKE 'CALL commit_forever()%' AND pid <> pg_backend_pid()});
+like($prun->query_safe('SELECT 1'), qr/archived\|100000/, 'and archives every row');
+eval { $proc->quit; };
+$prun->quit;
+is($node->safe_psql('postgres', q{SELECT paced > interval '0' FROM archive_cluster_runs WHERE relation = 'p'::regclass}),
+	't', 'its run-log row says it was paced');
 
 # 3. a run among slow transactions halves its rate down to the floor.  A
 # writer of quick transactions makes the run pace itself from its start

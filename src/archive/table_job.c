@@ -35,6 +35,7 @@
 #include "base/guc.h"
 #include "archive/table_job.h"
 #include "base/util.h"
+#include "pace/commit_latency.h"
 #include "registry/config.h"
 #include "registry/replication.h"
 
@@ -263,6 +264,8 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot run archive_cluster during recovery")));
 
+	/* this transaction is a job's, even if it fails before it paces: not others' writing */
+	ac_commit_latency_job();
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	(void) ac_extension_schema();

@@ -269,12 +269,12 @@ ac_define_gucs(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("archive_cluster.run_flush_after",
-							"Amount of data a run writes after which the kernel is asked to "
-							"write it back (backend_flush_after of runs).",
+							"Amount of data a run or compaction writes after which the kernel is asked to "
+							"write it back (backend_flush_after of jobs).",
 							"Keeps a run's or compaction's writes from piling up as dirty page cache, which "
 							"would stall the WAL flushes of concurrent commits; paced by its effect, a job "
-							"also has the kernel write back its relations' files every 250 ms.  "
-							"0: the kernel decides.",
+							"also has the kernel write back its relations' files every 250 ms (not with "
+							"fsync off or direct I/O).  0: the kernel decides.",
 							&archive_cluster_run_flush_after,
 							32, 0, 256,
 							PGC_USERSET, GUC_UNIT_BLOCKS,
@@ -305,8 +305,9 @@ ac_define_gucs(void)
 							 "How much slower others' commits may be while a run or compaction writes, "
 							 "as the ratio of their p99 latencies.",
 							 "With pacing = effect, a job aims halfway to it: it halves its WAL rate when the "
-							 "p99 of the commits made while it writes exceeds 1 + (this - 1) / 2 times the "
-							 "p99 of commits while no job writes.",
+							 "p99 of client sessions' writing transactions (statement start to commit end) "
+							 "made while it writes exceeds (1 + this) / 2 times their p99 while no job "
+							 "writes (1.25 at the default), compared in histogram buckets 14-25% apart.",
 							 &archive_cluster_max_commit_slowdown,
 							 1.5, 1.0, 100.0,
 							 PGC_USERSET, 0,

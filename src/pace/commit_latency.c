@@ -32,6 +32,7 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "port/pg_bitutils.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -47,6 +48,8 @@ PG_FUNCTION_INFO_V1(archive_cluster_commit_latency);
 #define AC_QUIET_EPOCH_US		(4 * USECS_PER_SEC)
 /* a job moves busy_until only when it is this much short of its new end */
 #define AC_BUSY_SLACK_US		100000
+/* a writing transaction moves last_write only when it is this much older */
+#define AC_WRITE_SLACK_US		10000
 
 typedef struct AcCommitLatency
 {
@@ -63,9 +66,9 @@ typedef struct AcCommitLatency
 	}			quiet_epoch;
 	union
 	{
-		pg_atomic_uint64 v;		/* commits timed since start-up */
+		pg_atomic_uint64 v;		/* TimestampTz: others' writing transaction last ended */
 		char		pad[PG_CACHE_LINE_SIZE];
-	}			commits;
+	}			last_write;
 	pg_atomic_uint64 quiet[AC_LATENCY_BUCKETS];
 	pg_atomic_uint64 busy[AC_LATENCY_BUCKETS];
 } AcCommitLatency;
@@ -80,6 +83,8 @@ static TimestampTz ac_commit_started = 0;
 static TimestampTz ac_statement_ended = 0;
 /* this session's transaction is a job's: its commit is not counted */
 static bool ac_commit_is_job = false;
+/* this process's transaction wrote, and counts as others' writing (ac_latency_writer_counts) */
+static bool ac_commit_writes = false;
 
 /*
  * The bucket of a latency in microseconds: 0 below 16, then four per power
@@ -143,7 +148,6 @@ ac_latency_count(int64 us, TimestampTz now)
 {
 	int			b = ac_latency_bucket(us);
 
-	(void) pg_atomic_fetch_add_u64(&ac_latency->commits.v, 1);
 	if ((uint64) now < pg_atomic_read_u64(&ac_latency->busy_until.v))
 		(void) pg_atomic_fetch_add_u64(&ac_latency->busy[b], 1);
 	else
@@ -151,6 +155,30 @@ ac_latency_count(int64 us, TimestampTz now)
 		ac_latency_decay(now);
 		(void) pg_atomic_fetch_add_u64(&ac_latency->quiet[b], 1);
 	}
+}
+
+/* Does this process's writing count as others' for the jobs? */
+static bool
+ac_latency_writer_counts(void)
+{
+	static int	counts = -1;
+
+	if (counts < 0)
+		counts = !(MyBackendType == B_AUTOVAC_WORKER ||
+				   (MyBgworkerEntry != NULL &&
+					strncmp(MyBgworkerEntry->bgw_type, "archive_cluster", 15) == 0));
+	return counts;
+}
+
+/*
+ * Others wrote: move last_write to now, when it is AC_WRITE_SLACK_US older
+ * (a racing older value only makes it a little earlier).
+ */
+static void
+ac_latency_wrote(TimestampTz now)
+{
+	if ((uint64) now > pg_atomic_read_u64(&ac_latency->last_write.v) + AC_WRITE_SLACK_US)
+		pg_atomic_write_u64(&ac_latency->last_write.v, (uint64) now);
 }
 
 /*
@@ -165,7 +193,9 @@ ac_latency_count(int64 us, TimestampTz now)
  * several (VACUUM or ANALYZE of many tables, CREATE INDEX CONCURRENTLY), are
  * not timed; counted from the statement's start, each would look as long as
  * the statement had run so far.  Background workers (logical replication's
- * apply, the jobs themselves) are not timed.
+ * apply, the jobs themselves) are not timed.  Every process's writing
+ * transaction, timed or not, also tells the jobs that others write
+ * (last_write), but a job's, autovacuum's and archive_cluster's workers'.
  */
 static void
 ac_latency_xact_callback(XactEvent event, void *arg)
@@ -175,7 +205,13 @@ ac_latency_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			ac_commit_writes = !ac_commit_is_job &&
+				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) &&
+				ac_latency_writer_counts();
 			ac_commit_started = 0;
+			if (event == XACT_EVENT_PRE_PREPARE)
+				break;
 			stmt_start = GetCurrentStatementStartTimestamp();
 			if (!ac_commit_is_job && MyBackendType == B_BACKEND &&
 				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) &&
@@ -185,25 +221,31 @@ ac_latency_xact_callback(XactEvent event, void *arg)
 				ac_commit_started = stmt_start;
 			break;
 		case XACT_EVENT_COMMIT:
-			if (ac_commit_started != 0 && ac_latency != NULL)
+		case XACT_EVENT_PREPARE:
+			if ((ac_commit_started != 0 || ac_commit_writes) && ac_latency != NULL)
 			{
 				TimestampTz now = GetCurrentTimestamp();
 
-				ac_latency_count(now - ac_commit_started, now);
+				if (ac_commit_started != 0)
+					ac_latency_count(now - ac_commit_started, now);
+				if (ac_commit_writes)
+					ac_latency_wrote(now);
 			}
 			ac_commit_started = 0;
+			ac_commit_writes = false;
 			ac_commit_is_job = false;
 			ac_statement_ended = GetCurrentStatementStartTimestamp();
 			break;
 		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PREPARE:
 			ac_statement_ended = GetCurrentStatementStartTimestamp();
 			ac_commit_started = 0;
+			ac_commit_writes = false;
 			ac_commit_is_job = false;
 			break;
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			ac_commit_started = 0;
+			ac_commit_writes = false;
 			ac_commit_is_job = false;
 			break;
 		default:
@@ -233,7 +275,7 @@ ac_latency_startup(void)
 	{
 		pg_atomic_init_u64(&ac_latency->busy_until.v, 0);
 		pg_atomic_init_u64(&ac_latency->quiet_epoch.v, 0);
-		pg_atomic_init_u64(&ac_latency->commits.v, 0);
+		pg_atomic_init_u64(&ac_latency->last_write.v, 0);
 		for (i = 0; i < AC_LATENCY_BUCKETS; i++)
 		{
 			pg_atomic_init_u64(&ac_latency->quiet[i], 0);
@@ -261,11 +303,16 @@ ac_commit_latency_available(void)
 	return ac_latency != NULL;
 }
 
-/* Commits timed since start-up: a job sees others write when this moves. */
-uint64
-ac_commit_latency_commits(void)
+/*
+ * When a writing transaction of others last committed or prepared: any
+ * process's that took a transaction ID (a client's, a procedure's, logical
+ * replication's apply, pg_cron's), not a job's, autovacuum's or
+ * archive_cluster's workers'.  0: none since start-up.
+ */
+TimestampTz
+ac_commit_latency_last_write(void)
 {
-	return ac_latency == NULL ? 0 : pg_atomic_read_u64(&ac_latency->commits.v);
+	return ac_latency == NULL ? 0 : (TimestampTz) pg_atomic_read_u64(&ac_latency->last_write.v);
 }
 
 /* This session's transaction is a job's: its commit is not counted. */

@@ -10,12 +10,12 @@
 
 #include "datatype/timestamp.h"
 
-/* quarters of powers of two of microseconds, from 16 us to 8 s */
+/* quarters of powers of two of microseconds, from 16 us to 12.6 s, and above */
 #define AC_LATENCY_BUCKETS		80
 
 extern void ac_commit_latency_init_hooks(void);
 extern bool ac_commit_latency_available(void);
-extern uint64 ac_commit_latency_commits(void);
+extern TimestampTz ac_commit_latency_last_write(void);
 extern void ac_commit_latency_job(void);
 extern void ac_commit_latency_busy(TimestampTz until);
 extern void ac_commit_latency_read(uint64 *busy, uint64 *quiet);

@@ -13,8 +13,9 @@
  *		written at once would land two megabytes in front of the next commit's
  *		WAL flush, a burst that pacing by the second does not smooth.
  *
- *		While other transactions write (took a transaction ID within the last
- *		second), the job sleeps as needed to keep its own WAL under a rate.
+ *		While others write (by effect: a writing transaction of others ended
+ *		within the last second; otherwise: one took a transaction ID), the
+ *		job sleeps as needed to keep its own WAL under a rate.
  *		Alone, it goes at full speed.  With archive_cluster.pacing = 'effect'
  *		(the default) the rate follows what others' commits wait
  *		(commit_latency.c): every window of about a second, the job compares
@@ -231,44 +232,39 @@ ac_pace_reason(const AcPace *p)
 }
 
 /*
- * Did others write within the last second?  The first look has nothing to
- * compare with: no.
+ * Did others write within the last second?
  *
- * By effect, others are the client sessions whose writing transactions are
- * timed (commit_latency.c): one committed since the last look.  Their
- * commits are what the pacer keeps fast; autovacuum's ANALYZE, which takes a
- * transaction ID, and other jobs are not others (a run alone paced itself
- * for an autovacuum worker's ANALYZE: 0.95 s of a 3.25-s run in the bench).
+ * By effect, others are the processes whose writing transactions ended
+ * (committed or prepared) within it (commit_latency.c): clients, procedures,
+ * logical replication's apply, pg_cron; not autovacuum, whose ANALYZE takes a
+ * transaction ID (a run alone paced itself for one: 0.95 s of a 3.25-s run
+ * in the bench), nor archive_cluster's own jobs and workers.  A transaction
+ * that writes for long is seen when it ends.
  *
  * Otherwise (pacing = 'rate', as 1.0), others began writing: took a
- * transaction ID.  Not at a look after our own transaction or
- * subtransaction took one (at the job's first write): the IDs taken since
- * the last look are then not all others', and the next look counts from
- * here.  (A subtransaction of the owner's code that writes, a CHECK
- * function's exception block, is taken for another writer's.)
+ * transaction ID.  The first look has nothing to compare with: no.  Nor has
+ * a look after our own transaction or subtransaction took one (at the job's
+ * first write): the IDs taken since the last look are then not all others',
+ * and the next look counts from here.  (A subtransaction of the owner's code
+ * that writes, a CHECK function's exception block, is taken for another
+ * writer's.)
  */
 static bool
 ac_pace_others_write(AcPace *p, TimestampTz now)
 {
+	FullTransactionId next;
+	FullTransactionId own;
 	bool		seen;
 
 	if (p->effect)
-	{
-		uint64		commits = ac_commit_latency_commits();
+		return now - ac_commit_latency_last_write() <= AC_OTHERS_RECENT_US;
 
-		seen = commits != p->commits;
-		p->commits = commits;
-	}
-	else
-	{
-		FullTransactionId next = ReadNextFullTransactionId();
-		FullTransactionId own = GetCurrentFullTransactionIdIfAny();
-
-		seen = FullTransactionIdEquals(own, p->own_xid) &&
-			U64FromFullTransactionId(next) != U64FromFullTransactionId(p->next_xid);
-		p->own_xid = own;
-		p->next_xid = next;
-	}
+	next = ReadNextFullTransactionId();
+	own = GetCurrentFullTransactionIdIfAny();
+	seen = FullTransactionIdEquals(own, p->own_xid) &&
+		U64FromFullTransactionId(next) != U64FromFullTransactionId(p->next_xid);
+	p->own_xid = own;
+	p->next_xid = next;
 	if (seen && p->looks > 1)
 		p->others_seen = now;
 	return p->looks != 1 && now - p->others_seen <= AC_OTHERS_RECENT_US;
@@ -299,9 +295,12 @@ ac_pace(AcPace *p)
 		ac_writeback(&p->wb);
 	now = GetCurrentTimestamp();
 	others = ac_pace_others_write(p, now);
-	/* commits until a second from now are made while a job writes: whatever its pacing */
-	if (others)
-		ac_commit_latency_busy(now + AC_OTHERS_RECENT_US);
+	/*
+	 * Commits until a second from now are made while a job writes, whatever
+	 * its pacing: alone too, so that the first commit of a writer who comes
+	 * is not taken for a quiet one.
+	 */
+	ac_commit_latency_busy(now + AC_OTHERS_RECENT_US);
 	if (p->rate_mb <= 0)
 	{
 		ac_progress_pace(0, AC_PACE_OFF, p->paced_us);

@@ -25,8 +25,7 @@ typedef struct AcPace
 	uint64		look_wal;		/* pgWalUsage.wal_bytes at the last look */
 	FullTransactionId next_xid; /* at the previous look */
 	FullTransactionId own_xid;	/* our (sub)transaction's ID at the previous look */
-	uint64		commits;		/* by effect: others' commits timed, at the previous look */
-	TimestampTz others_seen;	/* when others last began writing */
+	TimestampTz others_seen;	/* pacing = rate: when others last began writing */
 	bool		pacing;
 	TimestampTz pace_start;
 	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
