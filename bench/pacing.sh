@@ -128,7 +128,9 @@ q -f "$here/lib/common.sql" >/dev/null
 # before each window: no dead rows left by the previous job for autovacuum to
 # clean during the next one (a VACUUM of the archive is measured on its own,
 # as a reference), the dirty pages on disk
-settle() { q -c "VACUUM t_current, t_archive" -c "CHECKPOINT" >/dev/null; sync; }
+# then a second in which nobody writes: the bench's own last write (add_tail's
+# ANALYZE) is not another writer for the job that follows
+settle() { q -c "VACUUM t_current, t_archive" -c "CHECKPOINT" >/dev/null; sync; sleep 1; }
 
 # due rows for one run, written into t_current directly (as the view would)
 add_tail() {

@@ -35,6 +35,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -206,8 +207,10 @@ ac_latency_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
+			/* not a VACUUM's transaction (it takes an ID to truncate a table) */
 			ac_commit_writes = !ac_commit_is_job &&
 				FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) &&
+				(MyProc->statusFlags & PROC_IN_VACUUM) == 0 &&
 				ac_latency_writer_counts();
 			ac_commit_started = 0;
 			if (event == XACT_EVENT_PRE_PREPARE)
@@ -306,7 +309,7 @@ ac_commit_latency_available(void)
 /*
  * When a writing transaction of others last committed or prepared: any
  * process's that took a transaction ID (a client's, a procedure's, logical
- * replication's apply, pg_cron's), not a job's, autovacuum's or
+ * replication's apply, pg_cron's), not a job's, a VACUUM's, autovacuum's or
  * archive_cluster's workers'.  0: none since start-up.
  */
 TimestampTz
