@@ -128,8 +128,9 @@ q -f "$here/lib/common.sql" >/dev/null
 # before each window: no dead rows left by the previous job for autovacuum to
 # clean during the next one (a VACUUM of the archive is measured on its own,
 # as a reference), the dirty pages on disk
-# then a second in which nobody writes: the bench's own last write (add_tail's
-# ANALYZE) is not another writer for the job that follows
+# then a second in which nobody writes (the jobs alone of 2026-11-27 were
+# measured so; since, a write that ended before a job began is not another
+# writer for it)
 settle() { q -c "VACUUM t_current, t_archive" -c "CHECKPOINT" >/dev/null; sync; sleep 1; }
 
 # due rows for one run, written into t_current directly (as the view would)

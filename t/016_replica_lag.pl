@@ -101,8 +101,8 @@ $runner->quit;
 like($out, qr/archived\|3000/, 'once replay resumed, the run archived every row');
 is( $primary->safe_psql('postgres',
 		q{SELECT count(*) FROM archive_cluster_runs
-		  WHERE detail ~ '(^|; )waited [0-9.]+ s for a lagging standby or subscriber$' AND paced > interval '0'}),
-	'1', 'its run-log row says how long it waited (after how it was paced: the filler committed within the last second)');
+		  WHERE detail ~ '^waited [0-9.]+ s for a lagging standby or subscriber$' AND paced > interval '0'}),
+	'1', 'its run-log row says how long it waited');
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 is($standby->safe_psql('postgres', $state_sql), $primary->safe_psql('postgres', $state_sql),
 	'the standby replayed the same rows into the same tiers');

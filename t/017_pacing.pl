@@ -80,11 +80,11 @@ cmp_ok($node->safe_psql('postgres', q{SELECT commits FROM archive_cluster_commit
 	'>=', 10, 'quick commits are counted');
 
 # 2. alone, jobs are not paced: two runs in one session.  By effect, others
-# write when a writing transaction of theirs ended within the last second
-# (the procedure's COMMITs above count: wait it out); under pacing = 'rate',
-# when one took a transaction ID (the second run's first look comes after its
-# own first write: its own ID is not taken for another writer's).
-sleep(2);
+# write when a writing transaction of theirs ended within the last second and
+# since the job began (the procedure's COMMITs just above do not count);
+# under pacing = 'rate', when one took a transaction ID (the second run's
+# first look comes after its own first write: its own ID is not taken for
+# another writer's).
 $node->safe_psql('postgres', q{
 	SELECT rows_moved FROM archive_cluster_run('a', force => true);
 	SELECT rows_moved FROM archive_cluster_run('b', force => true);});

@@ -173,12 +173,15 @@ ac_latency_writer_counts(void)
 
 /*
  * Others wrote: move last_write to now, when it is AC_WRITE_SLACK_US older
- * (a racing older value only makes it a little earlier).
+ * (a racing older value only makes it a little earlier), or later than now
+ * (the clock was set back).
  */
 static void
 ac_latency_wrote(TimestampTz now)
 {
-	if ((uint64) now > pg_atomic_read_u64(&ac_latency->last_write.v) + AC_WRITE_SLACK_US)
+	uint64		last = pg_atomic_read_u64(&ac_latency->last_write.v);
+
+	if ((uint64) now > last + AC_WRITE_SLACK_US || (uint64) now < last)
 		pg_atomic_write_u64(&ac_latency->last_write.v, (uint64) now);
 }
 

@@ -79,6 +79,7 @@ ac_pace_init(AcPace *p, int rate_mb, bool always, uint32 wait_event)
 	p->rate_mb = rate_mb;
 	p->always = always;
 	p->wait_event = wait_event;
+	p->started = GetCurrentTimestamp();
 	if (archive_cluster_pacing == AC_PACING_OFF)
 		p->rate_mb = 0;
 	/* 0: no limit, not paced at all */
@@ -235,11 +236,14 @@ ac_pace_reason(const AcPace *p)
  * Did others write within the last second?
  *
  * By effect, others are the processes whose writing transactions ended
- * (committed or prepared) within it (commit_latency.c): clients, procedures,
- * logical replication's apply, pg_cron; not autovacuum, whose ANALYZE takes a
- * transaction ID (a run alone paced itself for one: 0.95 s of a 3.25-s run
- * in the bench), nor archive_cluster's own jobs and workers.  A transaction
- * that writes for long is seen when it ends.
+ * (committed or prepared) within it, since the job began (commit_latency.c):
+ * clients, procedures, logical replication's apply, pg_cron; not a VACUUM,
+ * nor autovacuum, whose ANALYZE takes a transaction ID (a run alone paced
+ * itself for one: 0.95 s of a 3.25-s run in the bench), nor
+ * archive_cluster's own jobs and workers.  A write that ended before the
+ * job began (the statement before it in the same session, pg_cron's log of
+ * the job starting) does not count; a writer that goes on is seen at its
+ * next commit, and one transaction that writes for long when it ends.
  *
  * Otherwise (pacing = 'rate', as 1.0), others began writing: took a
  * transaction ID.  The first look has nothing to compare with: no.  Nor has
@@ -257,7 +261,12 @@ ac_pace_others_write(AcPace *p, TimestampTz now)
 	bool		seen;
 
 	if (p->effect)
-		return now - ac_commit_latency_last_write() <= AC_OTHERS_RECENT_US;
+	{
+		TimestampTz last = ac_commit_latency_last_write();
+
+		/* last > now: the clock was set back, and no write since tells */
+		return last >= p->started && last <= now && now - last <= AC_OTHERS_RECENT_US;
+	}
 
 	next = ReadNextFullTransactionId();
 	own = GetCurrentFullTransactionIdIfAny();

@@ -26,6 +26,7 @@ typedef struct AcPace
 	FullTransactionId next_xid; /* at the previous look */
 	FullTransactionId own_xid;	/* our (sub)transaction's ID at the previous look */
 	TimestampTz others_seen;	/* pacing = rate: when others last began writing */
+	TimestampTz started;		/* by effect: only others' writing since counts */
 	bool		pacing;
 	TimestampTz pace_start;
 	uint64		pace_wal;		/* pgWalUsage.wal_bytes at pace_start */
