@@ -14,8 +14,9 @@
  *		WAL flush, a burst that pacing by the second does not smooth.
  *
  *		While others write (by effect: a writing transaction of others ended
- *		within the last second; otherwise: one took a transaction ID), the
- *		job sleeps as needed to keep its own WAL under a rate.
+ *		within the last second, since the job began; otherwise: one took a
+ *		transaction ID), the job sleeps as needed to keep its own WAL under a
+ *		rate.
  *		Alone, it goes at full speed.  With archive_cluster.pacing = 'effect'
  *		(the default) the rate follows what others' commits wait
  *		(commit_latency.c): every window of about a second, the job compares
