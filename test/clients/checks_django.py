@@ -5,9 +5,10 @@ import threading
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Sum
+from django.test.utils import CaptureQueriesContext
 
 from harness import (ARCHIVED_IDS, archive_run, CURRENT_IDS, REC, TABLES, Thread, attempt, check, connect,
-                     email, get, now, old, sqlstate_of, wait_blocked)
+                     email, get, now, old, sqlstate_of, tables_read, wait_blocked)
 
 A, C = 2, 8            # an archived row and a current row of the 12 of every check
 
@@ -38,6 +39,42 @@ def dj_read(v, env):
             "iterator": [o.id for o in M.objects.order_by("id").iterator(chunk_size=5)],
             "earliest, latest": (M.objects.earliest("ts").id, M.objects.latest("ts").id),
             "in_bulk": sorted(M.objects.in_bulk([A, C]))}
+
+
+def _tables_read(sql):
+    """How many tables the plan of the exact text Django sent scans (with
+    psycopg 3, Django binds parameters on the client: each statement is
+    planned anew with its constants)."""
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN (FORMAT JSON) " + sql)
+        return tables_read(cur.fetchone()[0])
+
+
+def _sent(fn):
+    """fn's result and the SQL text of the last statement Django sent for it
+    (its transaction control left out)."""
+    with CaptureQueriesContext(connection) as q:
+        r = fn()
+    sent = [c["sql"] for c in q.captured_queries
+            if c["sql"].split(None, 1)[0].upper() in ("SELECT", "UPDATE", "DELETE")]
+    return r, sent[-1]
+
+
+@check("dj_lookup_plans_one_table", "Django",
+       "get(pk=...) of an archived and of a current row, filter(pk=<current id>).update() and .delete() as "
+       "Django sends them (constants bound on the client): the row, and how many tables the statement's plan "
+       "reads (issue 41: a look-up by its key plans the first tier only, as on the plain table)", view_too=True)
+def dj_lookup_plans_one_table(v, env):
+    M = env.models[v]
+    obs = {}
+    for name, fn in (("get(pk=A)", lambda: M.objects.get(pk=A).email),
+                     ("get(pk=C)", lambda: M.objects.get(pk=C).email),
+                     ("update(pk=C)", lambda: M.objects.filter(pk=C).update(n=F("n") + 1)),
+                     ("delete(pk=C+1)", lambda: M.objects.filter(pk=C + 1).delete()[0])):
+        r, sql = _sent(fn)
+        obs[name] = (r, "tables read", _tables_read(sql))
+    obs["rows"] = env.rows(v)
+    return obs
 
 
 @check("dj_create", "Django", "objects.create() of a new row: the id handed back")

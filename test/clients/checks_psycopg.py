@@ -1,7 +1,7 @@
 """psycopg 3 checks: COPY FROM STDIN, MERGE and other raw SQL an application sends, two transactions
 meeting on a UNIQUE key, prepared statements across register, foreign keys, the ctid idiom."""
 import harness
-from harness import TABLES, attempt, check, connect, email, now, old, wait_blocked
+from harness import TABLES, attempt, check, connect, email, now, old, tables_read, wait_blocked
 
 A, C = 2, 8
 
@@ -280,4 +280,27 @@ def pg_foreign_key(v, env):
     env.add_due(v, 1)
     env.info = {"a run afterwards": attempt(env.run, v)}
     out["rows"] = env.rows(v)
+    return out
+
+
+@check("pg_lookup_plans_one_table", "psycopg",
+       "SELECT ... WHERE id = %s by an archived and a current id: through psycopg's parameters (one custom plan "
+       "each), prepared (prepare=True, 6 executions), and the plans of both as a prepared statement's custom and "
+       "generic plan: the rows, and how many tables each plan reads (issue 41: the first tier only, as on the "
+       "plain table)", view_too=True)
+def pg_lookup_plans_one_table(v, env):
+    t = TABLES[v]
+    sql = f"SELECT id, email FROM {t} WHERE id = %s"
+    out = {}
+    with connect() as c:
+        for k in (A, C):
+            out[f"rows {k}"] = c.execute(sql, (k,)).fetchall()
+            out[f"rows {k}, prepared"] = [c.execute(sql, (k,), prepare=True).fetchall() for _ in range(6)][-1]
+            out[f"plan {k}, parameter"] = tables_read(c.execute("EXPLAIN (FORMAT JSON) " + sql, (k,)).fetchone()[0])
+        c.execute(f"PREPARE q(bigint) AS SELECT id, email FROM {t} WHERE id = $1")
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            c.execute(f"SET plan_cache_mode = {mode}")
+            for k in (A, C):
+                out[f"rows {k}, {mode}"] = c.execute(f"EXECUTE q({k})").fetchall()
+                out[f"plan {k}, {mode}"] = tables_read(c.execute(f"EXPLAIN (FORMAT JSON) EXECUTE q({k})").fetchone()[0])
     return out

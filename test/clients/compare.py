@@ -180,6 +180,9 @@ def main():
             note = "harness or setup error: " + (plain.get("harness") or table.get("harness"))
         else:
             ok = table.get("obs") is not None and table["obs"] == plain["obs"]
+            if ok and chk.view_too and res.get("view", {}).get("obs") != plain["obs"]:
+                ok = False
+                note = f"view mode must observe what the plain table observes: {cell(res.get('view', {}).get('obs'), plain['obs'])}"
             if not ok and chk.name in DOCUMENTED and table.get("obs") is not None:
                 reason, expect = DOCUMENTED[chk.name]
                 if expect in json.dumps(jsonable(table["obs"])):

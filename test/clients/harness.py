@@ -5,6 +5,7 @@ Connections, the three tables of every check, the observation helpers
 the server's lock table rather than through the clock.
 """
 import datetime
+import json
 import os
 import queue
 import threading
@@ -256,6 +257,20 @@ def get(q):
         return ("timeout", None)
 
 
+def tables_read(plan):
+    """How many tables a plan scans (EXPLAIN (FORMAT JSON)'s output, as text or
+    parsed), the target of an UPDATE or DELETE not counted."""
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    names, stack = set(), [plan[0]["Plan"]]
+    while stack:
+        node = stack.pop()
+        if node.get("Node Type") != "ModifyTable" and "Relation Name" in node:
+            names.add(node["Relation Name"])
+        stack.extend(node.get("Plans", []))
+    return len(names)
+
+
 # ---------------------------------------------------------------------------
 # the checks
 # ---------------------------------------------------------------------------
@@ -263,17 +278,18 @@ CHECKS = []
 
 
 class Check:
-    def __init__(self, name, client, what, fn, status, register):
+    def __init__(self, name, client, what, fn, status, register, view_too):
         self.name, self.client, self.what, self.fn = name, client, what, fn
-        self.status, self.register = status, register
+        self.status, self.register, self.view_too = status, register, view_too
 
 
-def check(name, client, what, status="new", register=True):
+def check(name, client, what, status="new", register=True, view_too=False):
     """Declares a check: fn(variant, env) -> dict of observations, run once
     per variant on fresh tables (setup_tables(status=...)); table mode must
-    observe exactly what the plain table observes."""
+    observe exactly what the plain table observes, and so must view mode
+    when view_too is set."""
     def deco(fn):
-        CHECKS.append(Check(name, client, what, fn, status, register))
+        CHECKS.append(Check(name, client, what, fn, status, register, view_too))
         return fn
     return deco
 
