@@ -16,7 +16,9 @@
 # pgbench -c 10 -j 2 -T --seconds with insert, update and select one by id
 # 1:1:1 (target 3; the id fetched first and sent as a constant, as Django
 # does), -M simple then -M prepared (reversed in even rounds); a CHECKPOINT
-# before and a VACUUM after each.  tps per round, medians, ratio on / off.
+# before each, and after each the rows it inserted deleted, the sequence set
+# back and a VACUUM, so that each finds the table as the first did.  tps per
+# round, medians, ratio on / off.
 # Prints a Markdown summary to stdout (progress to stderr) and writes it
 # (summary.md) with raw CSVs and pgbench outputs into --out.  As root.
 #
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
 		--seconds) seconds=$2; shift 2 ;;
 		--rounds) rounds=$2; shift 2 ;;
 		--out) out=$2; shift 2 ;;
-		-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 		*) echo "preload_cost.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -149,6 +151,9 @@ for r in $(seq 1 "$rounds"); do
 			[ -n "$tps" ] || { echo "preload_cost.sh: pgbench failed, see $f" >&2; exit 1; }
 			echo "$r,$lib,$proto,$tps,$lat,$n,${failed:-0}" >> "$out/oltp.csv"
 			log "   round $r: library $lib, -M $proto: $tps tps"
+			# back to the rows of the start (the inserted ones deleted, the
+			# sequence set back), so that every measurement finds the same table
+			psql -d bench -c "DELETE FROM t WHERE id > $rows" -c "SELECT setval('t_id_seq', $rows)" >/dev/null
 			psql -d bench -c "VACUUM t"
 		done
 	done
