@@ -119,7 +119,7 @@ throwaway_start protocols 5796 archive_cluster.enabled=off lc_messages=C "shared
 	max_wal_size=4GB checkpoint_timeout=15min maintenance_work_mem=256MB
 mkdir -p "$work/lib"
 cp "$here"/lib/insert.pgbench "$here"/lib/update.pgbench "$here"/lib/select_one.pgbench \
-	"$here"/lib/update_literal.pgbench "$here"/lib/select_one_literal.pgbench "$work/lib/"
+	"$here"/lib/update_literal.pgbench "$here"/lib/select_one_literal.pgbench "$here"/lib/seed_table.sql "$work/lib/"
 chown -R postgres: "$work/lib"
 log "== oltp_protocols: $rows rows per database, out $out, server pid $(head -1 "$pgdata/postmaster.pid"), port $throwaway_port"
 
@@ -161,30 +161,10 @@ build_db() {	# build_db DB: fill, index, register and archive; one line of setup
 	local db=$1 t0 fill_s run_s="" ext=""
 	[ "$db" = plain ] || ext="CREATE EXTENSION archive_cluster;"
 	t0=$(date +%s.%N)
-	# ids 1..rows in ts order, one row every 100 hours / rows up to now: the
-	# last hour holds ~1% of the rows; customers and pads interleaved as the
-	# seed's inserts leave them (the same rows in the three: setseed)
-	q "$db" <<SQL >/dev/null
-$ext
-SET synchronous_commit = off;
-SET maintenance_work_mem = '512MB';
-CREATE SEQUENCE t_id_seq;
-CREATE TABLE t (
-	ts timestamp NOT NULL,
-	id int NOT NULL,
-	cid int NOT NULL,
-	pad varchar(200) NOT NULL
-);
-SELECT setseed(0.5);
-INSERT INTO t (ts, id, cid, pad)
-SELECT localtimestamp - ($rows - g) * (interval '100 hours' / $rows), g,
-	   floor(random() * 10000)::int, repeat('*', floor(random() * 201)::int)
-FROM generate_series(1, $rows) g;
-ALTER TABLE t ADD PRIMARY KEY (id);
-CREATE INDEX t_cid_ts ON t (cid, ts);
-SELECT setval('t_id_seq', $rows);
-ANALYZE t;
-SQL
+	# the seed's table, the same rows in the three (lib/seed_table.sql)
+	[ -z "$ext" ] || q "$db" -c "$ext" >/dev/null
+	q "$db" -v rows="$rows" -f "$work/lib/seed_table.sql" >/dev/null
+	q "$db" -c "ANALYZE t" >/dev/null
 	fill_s=$(secs_since "$t0")
 	if [ "$db" != plain ]; then
 		local mode=""

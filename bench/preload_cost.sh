@@ -71,7 +71,8 @@ port=5797
 opts=(archive_cluster.enabled=off lc_messages=C shared_buffers=128MB max_wal_size=4GB checkpoint_timeout=15min)
 throwaway_start preload "$port" "${opts[@]}"
 mkdir -p "$work/lib"
-cp "$here"/lib/insert.pgbench "$here"/lib/update_literal.pgbench "$here"/lib/select_one_literal.pgbench "$work/lib/"
+cp "$here"/lib/insert.pgbench "$here"/lib/update_literal.pgbench "$here"/lib/select_one_literal.pgbench \
+	"$here"/lib/seed_table.sql "$work/lib/"
 chown -R postgres: "$work/lib"
 
 # restart the server with the library preloaded (on) or not (off)
@@ -109,27 +110,9 @@ median() {
 
 log "== preload_cost: $rows rows, out $out, port $port"
 psql -d postgres -c "CREATE DATABASE bench"
-psql -d bench <<SQL >/dev/null
-CREATE EXTENSION archive_cluster;
-SET synchronous_commit = off;
-SET maintenance_work_mem = '512MB';
-CREATE SEQUENCE t_id_seq;
-CREATE TABLE t (
-	ts timestamp NOT NULL,
-	id int NOT NULL,
-	cid int NOT NULL,
-	pad varchar(200) NOT NULL
-);
-SELECT setseed(0.5);
-INSERT INTO t (ts, id, cid, pad)
-SELECT localtimestamp - ($rows - g) * (interval '100 hours' / $rows), g,
-	   floor(random() * 10000)::int, repeat('*', floor(random() * 201)::int)
-FROM generate_series(1, $rows) g;
-ALTER TABLE t ADD PRIMARY KEY (id);
-CREATE INDEX t_cid_ts ON t (cid, ts);
-SELECT setval('t_id_seq', $rows);
-VACUUM ANALYZE t;
-SQL
+psql -d bench -c "CREATE EXTENSION archive_cluster" >/dev/null
+psql -d bench -v rows="$rows" -f "$work/lib/seed_table.sql" >/dev/null
+psql -d bench -c "VACUUM ANALYZE t"
 [ "$(psql -d bench -At -c "SELECT count(*) FROM archive_cluster_tables")" = 0 ] \
 	|| { echo "preload_cost.sh: t must not be registered" >&2; exit 1; }
 
