@@ -9,6 +9,7 @@ OBJS = \
 	src/init.o \
 	src/admin/alter.o \
 	src/admin/register.o \
+	src/admin/register_partitioned.o \
 	src/admin/unregister.o \
 	src/archive/archive_writer.o \
 	src/archive/compact.o \
@@ -23,11 +24,16 @@ OBJS = \
 	src/archive/run.o \
 	src/archive/table_job.o \
 	src/archive/threshold.o \
+	src/base/cluster_index.o \
 	src/base/guc.o \
+	src/base/lock_waiters.o \
+	src/partition/leaves.o \
+	src/partition/leaf_pass.o \
 	src/base/key_probe.o \
 	src/base/util.o \
 	src/registry/archive_checks.o \
 	src/registry/config.o \
+	src/registry/partitioned.o \
 	src/registry/constraints.o \
 	src/registry/replication.o \
 	src/registry/tiers.o \
@@ -72,7 +78,7 @@ PGFILEDESC = "archive_cluster - online clustered archiving"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 
-REGRESS = setup register dml run alter unregister errors stats worker hostile_input dangling view_privileges security_attacks security_columns tier_constraints identity_always row_locks run_refused table_mode table_lookup table_probe view_probe compaction table_reindex update
+REGRESS = setup register dml run alter unregister errors stats worker partitioned hostile_input dangling view_privileges security_attacks security_columns tier_constraints identity_always row_locks run_refused table_mode table_lookup table_probe view_probe compaction table_reindex update
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
 ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race run_pacing run_lock_hostage register_twice register_owner run_cic table_row_locks table_two_writers table_run_writer table_unique_wait table_merge_conflict table_key_range compact_writers table_unique_cic table_upsert_run table_lock_order mvcc_snapshot table_alter table_probe_run view_probe_run
 TAP_TESTS = 1

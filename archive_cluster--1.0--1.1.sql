@@ -122,3 +122,121 @@ REVOKE ALL ON FUNCTION archive_cluster_commit_latency() FROM PUBLIC;
 REVOKE ALL ON archive_cluster_commit_latency FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION archive_cluster_commit_latency() TO pg_monitor;
 GRANT SELECT ON archive_cluster_commit_latency TO pg_monitor;
+
+/*
+ * Partitioned tables (mode => 'partitioned'): the partitioned table itself is
+ * registered; nothing is renamed or created, and its leaf partitions are
+ * found from it at every pass, so partitions created or dropped later (by
+ * pg_partman or by hand) need no call.  Dumped like archive_cluster_config.
+ */
+CREATE TABLE archive_cluster_partitioned (
+	relation regclass PRIMARY KEY,		-- the partitioned table
+	cluster_by name[] NOT NULL,
+	age_column name NOT NULL,
+	hot_window interval NOT NULL,
+	registered_at timestamptz NOT NULL DEFAULT now(),
+	registered_by name NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('archive_cluster_partitioned', '');
+
+/*
+ * What the passes did to each leaf partition.  Positions in a leaf's heap
+ * and its index, so not dumped: after a restore, every closed leaf is
+ * passed again once.  A dropped leaf's row goes with it (sql_drop).
+ */
+CREATE TABLE archive_cluster_leaves (
+	leaf regclass PRIMARY KEY,
+	relation regclass NOT NULL
+		REFERENCES archive_cluster_partitioned ON DELETE CASCADE,
+	resume_at bytea,				-- a pass that gave way: the first cluster
+	resume_type regtype,			-- column's value it stopped at (binary)
+	passes integer NOT NULL DEFAULT 0,
+	rows_rewritten bigint NOT NULL DEFAULT 0,
+	last_pass_at timestamptz,
+	settled_at timestamptz,			-- the last pass that went through to the end
+	settled_blocks bigint			-- the leaf's pages then
+);
+CREATE INDEX archive_cluster_leaves_relation ON archive_cluster_leaves (relation);
+
+REVOKE ALL ON archive_cluster_partitioned, archive_cluster_leaves FROM PUBLIC;
+
+/* A dropped partitioned table, or leaf, is forgotten too. */
+CREATE OR REPLACE FUNCTION archive_cluster_forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+BEGIN
+	DELETE FROM @extschema@.archive_cluster_config c
+	USING pg_event_trigger_dropped_objects() d
+	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	  AND d.objid IN (c.relation, c.current_table, c.archive_table);
+	DELETE FROM @extschema@.archive_cluster_leaves l
+	USING pg_event_trigger_dropped_objects() d
+	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = l.leaf;
+	DELETE FROM @extschema@.archive_cluster_partitioned p
+	USING pg_event_trigger_dropped_objects() d
+	WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = p.relation;
+	-- only for a command that drops an index (DROP INDEX, DROP COLUMN, ...)
+	IF NOT EXISTS (SELECT FROM pg_event_trigger_dropped_objects() d WHERE d.object_type = 'index') THEN
+		RETURN;
+	END IF;
+	SELECT tier::regclass AS tier INTO r
+	FROM @extschema@.archive_cluster_config c,
+		 unnest(ARRAY[c.current_table, c.archive_table]) AS tier
+	WHERE c.mode = 'table'
+	  AND NOT EXISTS (SELECT FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+					  JOIN pg_am am ON am.oid = ic.relam
+					  WHERE i.indrelid = tier AND am.amname = 'archive_cluster_guard'
+					    AND i.indisvalid AND i.indisready AND i.indislive)
+	LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'cannot drop the archive_cluster_guard index of %', r.tier
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = 'It keeps the unique indexes of a table registered in table mode unique across the table and its archive.',
+				  HINT = 'Create another index of access method archive_cluster_guard on the table first, or unregister the table with archive_cluster_unregister().';
+	END IF;
+END
+$$;
+
+/*
+ * The leaf partitions of a registered partitioned table: which are closed
+ * (every row older than its hot window: by the leaf's bound, a parent's
+ * bound, or its newest row) and what the passes did to each.
+ */
+CREATE FUNCTION archive_cluster_partitions(
+	relation regclass,
+	OUT leaf regclass,
+	OUT parent regclass,
+	OUT bound text,
+	OUT closed boolean,
+	OUT closed_by text,
+	OUT pages bigint,
+	OUT passes integer,
+	OUT rows_rewritten bigint,
+	OUT last_pass_at timestamptz,
+	OUT settled_at timestamptz,
+	OUT resumes boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'archive_cluster_partitions'
+LANGUAGE C STRICT VOLATILE;
+
+/*
+ * One pass over one closed leaf partition of a registered partitioned
+ * table, in the caller's transaction: its rows rewritten in its cluster
+ * index's order, each onto an empty page, online (ROW EXCLUSIVE on the leaf
+ * alone).  It gives way between pages to a session waiting for a lock on
+ * the leaf, and the next pass goes on from there.
+ */
+CREATE FUNCTION archive_cluster_pass_leaf(
+	leaf regclass,
+	OUT rows_rewritten bigint,
+	OUT rows_busy bigint,
+	OUT pages_written bigint,
+	OUT gave_way boolean,
+	OUT to_front boolean,
+	OUT resumed boolean)
+RETURNS record
+AS 'MODULE_PATHNAME', 'archive_cluster_pass_leaf'
+LANGUAGE C STRICT VOLATILE;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing archive_cluster needs on Debian 12, as root,
-# only when something is missing: PostgreSQL 15 server and headers, pg_cron,
+# only when something is missing: PostgreSQL 15 server and headers, pg_cron, pg_partman,
 # the Perl modules for TAP tests, valgrind for the memory check.  Safe to run again.
 set -euo pipefail
 
@@ -9,7 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-pkgs="postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-contrib-15 libipc-run-perl make gcc valgrind"
+pkgs="postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-15-partman postgresql-contrib-15 libipc-run-perl make gcc valgrind"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -70,7 +70,7 @@ ac_catalog_query(const char *sql, Oid arg, long limit)
 }
 
 /* Error out unless the named column can serve as a cluster or age column. */
-static AttrNumber
+AttrNumber
 ac_check_column(Relation rel, const char *colname, const char *role)
 {
 	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), colname);
@@ -181,6 +181,22 @@ ac_check_hot_window(Interval *hot_window)
 				 errmsg("hot_window must not be negative")));
 }
 
+/* Error out unless the named column can serve as the age column. */
+void
+ac_check_age_column(Relation rel, const char *age_column)
+{
+	Oid			agetype;
+
+	agetype = getBaseType(TupleDescAttr(RelationGetDescr(rel),
+										ac_check_column(rel, age_column, "age_column") - 1)->atttypid);
+	if (agetype != TIMESTAMPOID && agetype != TIMESTAMPTZOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("age column \"%s\" must be of type timestamp or timestamptz",
+						age_column),
+				 errdetail("It is of type %s.", format_type_be(agetype))));
+}
+
 /* Every requirement on the table itself; rel is locked ACCESS EXCLUSIVE. */
 static void
 ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_column,
@@ -190,13 +206,12 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 	const char *relname = RelationGetRelationName(rel);
 	AttrNumber	keys[INDEX_MAX_KEYS];
 	Oid			eqops[INDEX_MAX_KEYS];
-	Oid			agetype;
 
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot register partitioned table \"%s\"", relname),
-				 errhint("Only plain tables can be registered.")));
+				 errhint("Register it with mode => 'partitioned' to cluster its partitions in place.")));
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -206,7 +221,7 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot register partition \"%s\"", relname),
-				 errhint("Only plain tables can be registered.")));
+				 errhint("Register its partitioned table with mode => 'partitioned'.")));
 	if (IsSystemRelation(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -244,14 +259,7 @@ ac_check_table(Relation rel, char **cluster_by, int ncluster, const char *age_co
 
 	ac_check_cluster_columns(rel, cluster_by, ncluster);
 
-	agetype = getBaseType(TupleDescAttr(RelationGetDescr(rel),
-										ac_check_column(rel, age_column, "age_column") - 1)->atttypid);
-	if (agetype != TIMESTAMPOID && agetype != TIMESTAMPTZOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("age column \"%s\" must be of type timestamp or timestamptz",
-						age_column),
-				 errdetail("It is of type %s.", format_type_be(agetype))));
+	ac_check_age_column(rel, age_column);
 
 	ac_check_referencing_keys(rel, relname, true);
 	if (table_mode)
@@ -558,6 +566,7 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 	Oid			viewid;
 	Oid			arcid;
 	bool		table_mode = false;
+	bool		partitioned = false;
 
 	ac_require_arg(fcinfo, 0, "relation");
 	ac_require_arg(fcinfo, 1, "cluster_by");
@@ -575,11 +584,13 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 
 		if (strcmp(mode, "table") == 0)
 			table_mode = true;
+		else if (strcmp(mode, "partitioned") == 0)
+			partitioned = true;
 		else if (strcmp(mode, "view") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid mode \"%s\"", mode),
-					 errhint("mode is 'view' (the table becomes a view over two tables) or 'table' (it stays a table, the archive its inheritance child).")));
+					 errhint("mode is 'view' (the table becomes a view over two tables), 'table' (it stays a table, the archive its inheritance child) or 'partitioned' (a partitioned table, each partition clustered in place).")));
 	}
 
 	arr = PG_GETARG_ARRAYTYPE_P(1);
@@ -609,6 +620,19 @@ archive_cluster_register(PG_FUNCTION_ARGS)
 				 errmsg("relation with OID %u does not exist", relid)));
 	ac_check_not_registered(relid);
 	ac_check_owner(relid);
+
+	if (partitioned)
+	{
+		if (batch_rows != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch_rows does not apply to a partitioned table"),
+					 errhint("Each partition is clustered in place, page by page; pass NULL.")));
+		ac_register_partitioned(relid, arr, cluster_by, ncluster, age_column, hot_window,
+								timeout_ms);
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
 
 	ac_lock_with_retries(relid, timeout_ms, retries);
 

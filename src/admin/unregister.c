@@ -42,6 +42,7 @@
 #include "utils/typcache.h"
 
 #include "archive_cluster.h"
+#include "admin/register.h"
 #include "registry/replication.h"
 #include "table/table_mode.h"
 #include "registry/tiers.h"
@@ -104,6 +105,11 @@ archive_cluster_unregister(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 
+	if (ac_unregister_partitioned(relid, timeout_ms))
+	{
+		SPI_finish();
+		PG_RETURN_INT64(0);
+	}
 	ac_load_config_or_error(relid, &cfg);
 	ac_check_owner(relid);
 	ac_check_owner(cfg.current);

@@ -376,6 +376,36 @@ ac_page_free(AcWriter *w, BlockNumber blk, int *rows)
 }
 
 /*
+ * Take empty pages from the start of the file, in order, rather than where
+ * the free space map points: a pass over a leaf partition moves its rows
+ * towards the start, so that VACUUM can truncate the end it left empty
+ * (partition/leaf_pass.c).  Pages added since ac_writer_lowest_first() are
+ * the writer's own, not looked at.
+ */
+void
+ac_writer_lowest_first(AcWriter *w)
+{
+	w->lowest_first = true;
+	w->lowest_next = 0;
+	w->lowest_end = RelationGetNumberOfBlocks(w->rel);
+}
+
+/* The next page below lowest_end that the free space map knows to be empty. */
+static BlockNumber
+ac_lowest_empty_page(AcWriter *w)
+{
+	while (w->lowest_next < w->lowest_end)
+	{
+		BlockNumber blk = w->lowest_next++;
+
+		CHECK_FOR_INTERRUPTS();
+		if (GetRecordedFreeSpace(w->rel, blk) >= MaxHeapTupleSize)
+			return blk;
+	}
+	return InvalidBlockNumber;
+}
+
+/*
  * Write the buffered rows (at most a page's worth: ac_writer_add) onto an
  * empty page: one the free space map knows to be empty, else a new page
  * added to the table; or onto the page the last flush left with room.
@@ -399,10 +429,13 @@ ac_writer_flush(AcWriter *w)
 	w->used = 0;
 	if (w->nslots == 0)
 		return InvalidBlockNumber;
+	if (blk == InvalidBlockNumber && w->lowest_first)
+		blk = ac_lowest_empty_page(w);
 	if (blk == InvalidBlockNumber)
 	{
 		/* only a page with nothing on it is in the top category */
-		blk = GetPageWithFreeSpace(w->rel, MaxHeapTupleSize);
+		if (!w->lowest_first)
+			blk = GetPageWithFreeSpace(w->rel, MaxHeapTupleSize);
 		if (blk == InvalidBlockNumber)
 			blk = ac_extend_by_one_page(w->rel, w->bistate->strategy);
 	}

@@ -34,6 +34,10 @@ typedef struct AcWriter
 	BlockNumber page;			/* the page the last flush left with room */
 	int			page_rows;		/* rows already on it */
 	bool		page_per_flush; /* each flush onto a page of its own */
+	bool		lowest_first;	/* empty pages from the file's start (below
+								 * lowest_end), not the free space map's pick */
+	BlockNumber lowest_next;	/* the next page to look at */
+	BlockNumber lowest_end;
 	bool		sorted_indexes; /* index entries sorted per index */
 	bool		sorts_begun;	/* isorts made, for the rows since the last
 								 * ac_writer_finish() */
@@ -55,6 +59,7 @@ typedef struct AcWriter
 } AcWriter;
 
 extern void ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace);
+extern void ac_writer_lowest_first(AcWriter *w);
 extern void ac_writer_set_order(AcWriter *w, int ncols, const AttrNumber *attnos,
 								const Oid *ltops, const Oid *collations);
 extern TupleTableSlot *ac_writer_slot(AcWriter *w);

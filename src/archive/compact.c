@@ -428,10 +428,11 @@ ac_collect_loose(Relation arc, AcLooseSet *loose, Snapshot snapshot, int64 *ntid
 /*
  * A deferrable unique constraint on the archive would be checked only after
  * every row was rewritten (as for runs, which check it row by row): refused
- * before anything is done.
+ * before anything is done.  Also for a pass over a leaf partition
+ * (partition/leaf_pass.c).
  */
-static void
-ac_check_immediate_unique(Relation arc)
+void
+ac_check_immediate_unique(Relation arc, const char *hint)
 {
 	List	   *indexes = RelationGetIndexList(arc);
 	ListCell   *lc;
@@ -446,9 +447,9 @@ ac_check_immediate_unique(Relation arc)
 		if (deferrable)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot compact \"%s\": its unique index \"%s\" is deferrable",
+					 errmsg("cannot rewrite the rows of \"%s\": its unique index \"%s\" is deferrable",
 							RelationGetRelationName(arc), name),
-					 errhint("Make the constraint NOT DEFERRABLE, or turn compaction off for this table's database (archive_cluster.compaction).")));
+					 errhint("%s", hint)));
 	}
 	list_free(indexes);
 }
@@ -488,7 +489,7 @@ ac_compact_rows(AcTableConfig *cfg, int64 *bytes, int64 *paced_us, AcPaceReport 
 	c.arc = table_open(cfg->archive, RowExclusiveLock);
 	/* a published archive needs a replica identity for the deletes, as DELETE does */
 	CheckCmdReplicaIdentity(c.arc, CMD_DELETE);
-	ac_check_immediate_unique(c.arc);
+	ac_check_immediate_unique(c.arc, "Make the constraint NOT DEFERRABLE, or turn compaction off for this table's database (archive_cluster.compaction).");
 	ac_archive_sort_columns(cfg, c.arc, cols, ops, colls, nullsfirst);
 	ac_loose_load(cfg->relation, &loose);
 	if (loose.nranges == 0)

@@ -11,6 +11,7 @@
 #include "archive_cluster.h"
 #include "utils/relcache.h"
 
+extern void ac_check_immediate_unique(Relation rel, const char *hint);
 extern double ac_archive_row_bytes(Oid relation, Relation arc);
 extern double ac_compactable_share(AcTableConfig *cfg);
 extern void ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char *started_by,

@@ -51,7 +51,7 @@ typedef struct AcProgressSlot
 	Oid			dboid;
 	Oid			relid;
 	Oid			run_as;
-	char		kind;			/* 'a': a run, 'c': a compaction */
+	char		kind;			/* 'a': a run, 'c': a compaction, 'p': a pass over a leaf partition */
 	AcPhase		phase;
 	AcPaceReason reason;
 	bool		worker;			/* the worker's, not a call's */
@@ -362,7 +362,8 @@ archive_cluster_progress(PG_FUNCTION_ARGS)
 		values[1] = ObjectIdGetDatum(s.dboid);
 		values[2] = ObjectIdGetDatum(s.relid);
 		values[3] = ObjectIdGetDatum(s.run_as);
-		values[4] = CStringGetTextDatum(s.kind == 'c' ? "compaction" : "archive");
+		values[4] = CStringGetTextDatum(s.kind == 'c' ? "compaction" :
+										   s.kind == 'p' ? "partition pass" : "archive");
 		values[5] = BoolGetDatum(s.worker);
 		values[6] = TimestampTzGetDatum(s.started);
 		values[7] = CStringGetTextDatum(ac_phase_names[s.phase]);

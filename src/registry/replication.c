@@ -40,6 +40,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
+#include "catalog/partition.h"
 #include "catalog/pg_publication.h"
 #include "catalog/pg_subscription.h"
 #include "catalog/pg_subscription_rel.h"
@@ -221,15 +222,79 @@ ac_refuse_if_half_published(AcTableConfig *cfg)
 	arc = ac_published_actions(cfg->archive);
 	if (!arc.pubinsert)
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates deletes from \"%s\" but no inserts into \"%s\"",
-						get_rel_name(cfg->relation), ac_publication_of(cfg->current),
-						get_rel_name(cfg->current), get_rel_name(cfg->archive)),
-				 errdetail("Subscribers would receive the moved rows' deletes only and lose the rows."),
-				 errhint("Publish \"%s\" too, e.g. ALTER PUBLICATION ... ADD TABLE %s.",
-						 get_rel_name(cfg->archive),
-						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(cfg->archive)),
-													get_rel_name(cfg->archive)))));
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates deletes from \"%s\" but no inserts into \"%s\"",
+					get_rel_name(cfg->relation), ac_publication_of(cfg->current),
+					get_rel_name(cfg->current), get_rel_name(cfg->archive)),
+			 errdetail("Subscribers would receive the moved rows' deletes only and lose the rows."),
+			 errhint("Publish \"%s\" too, e.g. ALTER PUBLICATION ... ADD TABLE %s.",
+					 get_rel_name(cfg->archive),
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(cfg->archive)),
+												get_rel_name(cfg->archive)))));
+}
+
+/*
+ * Before a pass rewrites a leaf partition's rows in place (as deletes and
+ * inserts of the same rows, partition/leaf_pass.c): refuse when a
+ * subscription writes into the leaf or a table above it (unless
+ * archive_cluster.allow_on_subscriber), or when the publications of this
+ * database replicate the leaf's deletes without its inserts (subscribers
+ * would lose the rows) or its inserts without its deletes (they would get
+ * them twice).  With publish_via_partition_root, the server decides this
+ * from the partitioned table's publications, and so does this.
+ */
+void
+ac_refuse_leaf_moves_lost(Oid leaf, Oid root)
+{
+	PublicationActions acts;
+	char	   *subname = NULL;
+	char	   *pubname;
+	Oid			target = leaf;
+
+	if (!archive_cluster_allow_on_subscriber)
+	{
+		List	   *ancestors = get_partition_ancestors(leaf);
+		ListCell   *lc;
+
+		subname = ac_subscription_of(leaf);
+		foreach(lc, ancestors)
+		{
+			if (subname != NULL)
+			break;
+			target = lfirst_oid(lc);
+			subname = ac_subscription_of(target);
+		}
+	}
+	if (subname != NULL)
+		ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot move rows of \"%s\": \"%s\" is a logical replication target",
+					get_rel_name(leaf), get_rel_name(target)),
+			 errdetail("Subscription \"%s\" writes into \"%s\".", subname, get_rel_name(target)),
+			 errhint("Cluster the partitions on the publisher: its passes replicate here. To move rows here anyway, a superuser can set archive_cluster.allow_on_subscriber.")));
+	acts = ac_published_actions(leaf);
+	if (acts.pubinsert == acts.pubdelete)
+		return;
+	pubname = ac_publication_of(leaf);
+	if (pubname == NULL)
+	{
+		List	   *ancestors = get_partition_ancestors(leaf);
+		ListCell   *lc;
+
+		foreach(lc, ancestors)
+		{
+			pubname = ac_publication_of(lfirst_oid(lc));
+			if (pubname != NULL)
+			break;
+		}
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates its %s but not its %s",
+					get_rel_name(leaf), pubname ? pubname : "?",
+					acts.pubdelete ? "deletes" : "inserts", acts.pubdelete ? "inserts" : "deletes"),
+			 errdetail("A pass deletes each row and inserts it again; subscribers would receive half of that."),
+			 errhint("Publish both inserts and deletes of \"%s\", or neither.", get_rel_name(root))));
 }
 
 /*

@@ -1,0 +1,122 @@
+-- Partitioned tables (mode => 'partitioned'): registration, the leaves and
+-- which are closed, a pass over a closed leaf, refusals.
+CREATE TABLE pt (id bigint NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL, pad text)
+	PARTITION BY RANGE (ts);
+CREATE TABLE pt_old PARTITION OF pt FOR VALUES FROM ('2020-01-01') TO ('2020-01-02');
+CREATE TABLE pt_mid PARTITION OF pt FOR VALUES FROM ('2020-01-02') TO ('2020-01-03')
+	PARTITION BY HASH (cid);
+CREATE TABLE pt_mid_a PARTITION OF pt_mid FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE pt_mid_b PARTITION OF pt_mid FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+CREATE TABLE pt_now PARTITION OF pt FOR VALUES FROM ('2020-01-03') TO (MAXVALUE);
+CREATE TABLE pt_def PARTITION OF pt DEFAULT;
+
+-- refused: no index in the cluster key's order
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned')$$);
+CREATE INDEX pt_cid_ts_desc ON pt (cid DESC, ts);
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned')$$);
+CREATE INDEX pt_cid_ts ON pt (cid, ts);
+-- refused: a partition, batch_rows, an unknown mode, the wrong mode for a partitioned table
+SELECT try($$SELECT archive_cluster_register('pt_old', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned')$$);
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', batch_rows => 10, mode => 'partitioned')$$);
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partition')$$);
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour')$$);
+SELECT try($$SELECT archive_cluster_register('pt_old', '{cid,ts}', 'ts', '1 hour')$$);
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,pad}', 'ts', '1 hour', mode => 'partitioned')$$);
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'id', '1 hour', mode => 'partitioned')$$);
+CREATE TABLE plain (id int PRIMARY KEY, cid int NOT NULL, ts timestamptz NOT NULL);
+SELECT try($$SELECT archive_cluster_register('plain', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned')$$);
+
+-- registered: no lock stronger than SHARE UPDATE EXCLUSIVE, nothing renamed
+BEGIN;
+SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+SELECT mode FROM pg_locks WHERE locktype = 'relation' AND relation = 'pt'::regclass
+	AND pid = pg_backend_pid() ORDER BY mode;
+COMMIT;
+SELECT relation, cluster_by, age_column, hot_window FROM archive_cluster_partitioned;
+SELECT count(*) AS config_rows FROM archive_cluster_config;
+SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned')$$);
+
+-- rows interleaved by customer, as they arrive
+INSERT INTO pt SELECT g, g % 50, '2020-01-01'::timestamptz + g * interval '4 s', repeat('x', 100)
+	FROM generate_series(1, 30000) g;
+INSERT INTO pt SELECT g, g % 50, now() - interval '10 min', 'hot' FROM generate_series(30001, 30100) g;
+INSERT INTO pt_def VALUES (0, 1, '1999-12-31', 'old default row');
+CREATE INDEX ON pt_def (ts);
+
+SELECT leaf, parent, bound, closed, closed_by, passes FROM archive_cluster_partitions('pt') ORDER BY leaf::text;
+
+-- before: pages per key in a closed leaf
+SELECT round(avg(pages), 1) AS pages_per_key FROM
+	(SELECT cid, count(DISTINCT (ctid::text::point)[0]) AS pages FROM pt_old GROUP BY cid) k;
+CREATE TEMP TABLE before AS SELECT id, cid, ts, pad FROM pt;
+
+SELECT rows_rewritten, rows_busy, pages_written > 0 AS wrote, gave_way, resumed
+	FROM archive_cluster_pass_leaf('pt_old');
+-- after: each key on about the pages its rows need; no row lost or changed
+SELECT round(avg(pages), 1) AS pages_per_key FROM
+	(SELECT cid, count(DISTINCT (ctid::text::point)[0]) AS pages FROM pt_old GROUP BY cid) k;
+SELECT count(*) AS differing FROM
+	((SELECT * FROM before EXCEPT ALL SELECT id, cid, ts, pad FROM pt)
+	 UNION ALL (SELECT id, cid, ts, pad FROM pt EXCEPT ALL SELECT * FROM before)) d;
+-- the rows are read in cluster order, page after page
+SELECT bool_and(ordered) AS in_cluster_order FROM
+	(SELECT (cid, ts) >= lag((cid, ts)) OVER (ORDER BY ctid) OR lag(cid) OVER (ORDER BY ctid) IS NULL AS ordered
+	 FROM pt_old) o;
+SELECT leaf, passes, rows_rewritten, settled_at IS NOT NULL AS settled, resumes
+	FROM archive_cluster_partitions('pt') WHERE passes > 0;
+
+-- a sub-partition closed by its parent's bound, the DEFAULT partition by its rows
+SELECT rows_rewritten FROM archive_cluster_pass_leaf('pt_mid_a');
+SELECT rows_rewritten FROM archive_cluster_pass_leaf('pt_def');
+-- after VACUUM, the next pass moves the rows to the front, and VACUUM truncates
+SELECT pg_relation_size('pt_old') / 8192 AS pages_after_one_pass;
+VACUUM pt_old;
+SELECT rows_rewritten, to_front FROM archive_cluster_pass_leaf('pt_old');
+VACUUM pt_old;
+SELECT pg_relation_size('pt_old') / 8192 AS pages_after_two_passes;
+SELECT count(*) AS differing FROM
+	((SELECT * FROM before EXCEPT ALL SELECT id, cid, ts, pad FROM pt)
+	 UNION ALL (SELECT id, cid, ts, pad FROM pt EXCEPT ALL SELECT * FROM before)) d;
+
+-- refused: open leaves, the partitioned tables, another table, read-only
+SELECT try($$SELECT archive_cluster_pass_leaf('pt_now')$$);
+SELECT try($$SELECT archive_cluster_pass_leaf('pt_mid')$$);
+SELECT try($$SELECT archive_cluster_pass_leaf('pt')$$);
+SELECT try($$SELECT archive_cluster_pass_leaf('plain')$$);
+BEGIN READ ONLY;
+SELECT try($$SELECT archive_cluster_pass_leaf('pt_old')$$);
+ROLLBACK;
+-- another owner may neither look nor pass
+CREATE ROLE ac_part_other;
+SET ROLE ac_part_other;
+SELECT try($$SELECT * FROM archive_cluster_partitions('pt')$$);
+SELECT try($$SELECT archive_cluster_pass_leaf('pt_old')$$);
+SELECT try($$SELECT * FROM archive_cluster_leaves$$);
+SELECT try($$SELECT archive_cluster_unregister('pt')$$);
+RESET ROLE;
+-- a leaf given to another role is refused
+ALTER TABLE pt_mid_b OWNER TO ac_part_other;
+SELECT try($$SELECT archive_cluster_pass_leaf('pt_mid_b')$$);
+ALTER TABLE pt_mid_b OWNER TO CURRENT_USER;
+
+-- a dropped leaf's state goes with it; partitions created later need no call
+DROP TABLE pt_mid_a;
+SELECT count(*) AS leaves_state FROM archive_cluster_leaves WHERE leaf::text = 'pt_mid_a';
+CREATE TABLE pt_new PARTITION OF pt FOR VALUES FROM ('2019-01-01') TO ('2019-01-02');
+SELECT leaf, closed, closed_by FROM archive_cluster_partitions('pt') WHERE leaf = 'pt_new'::regclass;
+
+-- unregister: forgotten, rows stay
+SELECT archive_cluster_unregister('pt');
+SELECT count(*) AS registered FROM archive_cluster_partitioned;
+SELECT count(*) AS leaves FROM archive_cluster_leaves;
+SELECT count(*) AS rows FROM pt;
+SELECT try($$SELECT archive_cluster_pass_leaf('pt_old')$$);
+
+-- dropping a registered partitioned table forgets it
+SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+SELECT rows_rewritten > 0 AS moved FROM archive_cluster_pass_leaf('pt_old');
+DROP TABLE pt;
+SELECT count(*) AS registered FROM archive_cluster_partitioned;
+SELECT count(*) AS leaves FROM archive_cluster_leaves;
+DROP TABLE plain;
+DROP ROLE ac_part_other;

@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_waiters.h
+ *		Is another session waiting for a lock on a relation
+ *		(lock_waiters.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHIVE_CLUSTER_LOCK_WAITERS_H
+#define ARCHIVE_CLUSTER_LOCK_WAITERS_H
+
+#include "postgres.h"
+
+extern bool ac_relation_has_waiters(Oid relid);
+
+#endif							/* ARCHIVE_CLUSTER_LOCK_WAITERS_H */

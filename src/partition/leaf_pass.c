@@ -1,0 +1,394 @@
+/*-------------------------------------------------------------------------
+ *
+ * leaf_pass.c
+ *		A pass over one closed leaf partition of a registered partitioned
+ *		table: its rows rewritten in the order of its cluster index, each
+ *		page's worth onto an empty page, in the caller's transaction and
+ *		online.  archive_cluster_pass_leaf(leaf) and ac_pass_leaf().
+ *
+ *		Compaction's machinery (compact.c), inside one table: each row the
+ *		index returns is deleted, marked as moved to another partition (as
+ *		a cross-partition UPDATE marks it), and written again through the
+ *		archive writer, which fills empty pages in cluster order.  So:
+ *		- a snapshot taken before the pass commits sees the old versions,
+ *		  one taken after it the new ones: every row exactly once;
+ *		- a transaction that waited to update, delete or lock a moved row
+ *		  (an UPDATE, SELECT FOR UPDATE, a foreign key's check) fails with
+ *		  SQLSTATE 40001 and is retried, never misses it; a row another
+ *		  transaction is changing or locking is left where it is (busy);
+ *		- unique indexes hold: the new version's entry meets only the old
+ *		  version this transaction deleted, and an ON CONFLICT that meets
+ *		  the old one waits for this transaction, then finds the new one;
+ *		- one transaction: a crash at any point leaves the leaf as it was.
+ *
+ *		Locks: ROW EXCLUSIVE on the leaf alone (when granted at once), none
+ *		on the partitioned table, so that DDL on other leaves goes on.  A
+ *		DROP or DETACH of this leaf, or an ATTACH of a DEFAULT partition
+ *		beside it, waits for it: between pages the pass looks for a session
+ *		waiting for a lock on the leaf and, if one does, stops there, its
+ *		rows written; the caller commits, and the waiter waited for a page
+ *		and a commit.  It records the first cluster column's value it
+ *		stopped at (archive_cluster_leaves), and the next pass starts there.
+ *
+ *		Disk: the first pass writes every row onto new pages at the end of
+ *		the file, so the leaf takes twice its size until VACUUM frees the
+ *		pages it emptied.  Empty pages are taken from the start of the file
+ *		first, so a pass after that VACUUM moves the rows into the front
+ *		half, and the VACUUM after it truncates the rest.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/partition.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_type_d.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "libpq/pqformat.h"
+#include "miscadmin.h"
+#include "storage/freespace.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/typcache.h"
+
+#include "compat.h"
+#include "archive/archive_writer.h"
+#include "archive/compact.h"
+#include "base/cluster_index.h"
+#include "base/guc.h"
+#include "base/lock_waiters.h"
+#include "base/util.h"
+#include "pace/pace.h"
+#include "pace/progress.h"
+#include "partition/leaf_pass.h"
+#include "partition/leaves.h"
+#include "registry/partitioned.h"
+#include "registry/replication.h"
+
+PG_FUNCTION_INFO_V1(archive_cluster_pass_leaf);
+
+/* The pages a pass's first look at the FSM counts as freed by VACUUM */
+#define AC_TO_FRONT_SHARE 0.5
+
+/* The value a pass that gave way stopped at, as the column's type; false if none. */
+static bool
+ac_resume_value(AcLeafState *st, Form_pg_attribute att, Datum *value)
+{
+	StringInfoData buf;
+	Oid			recv;
+	Oid			ioparam;
+
+	if (st->resume_at == NULL || st->resume_type != att->atttypid)
+		return false;
+	getTypeBinaryInputInfo(att->atttypid, &recv, &ioparam);
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, VARDATA_ANY(st->resume_at), VARSIZE_ANY_EXHDR(st->resume_at));
+	*value = OidReceiveFunctionCall(recv, &buf, ioparam, att->atttypmod);
+	return true;
+}
+
+/* A value of the leaf's first cluster column, to resume at (binary). */
+static bytea *
+ac_resume_encode(Form_pg_attribute att, Datum value)
+{
+	Oid			send;
+	bool		isvarlena;
+
+	getTypeBinaryOutputInfo(att->atttypid, &send, &isvarlena);
+	return OidSendFunctionCall(send, value);
+}
+
+/* Set *key to "first column >= value" in the index's operator family; false if it has none. */
+static bool
+ac_resume_key(Relation index, Datum value, ScanKey key)
+{
+	Oid			optype = index->rd_opcintype[0];
+	Oid			geop = get_opfamily_member(index->rd_opfamily[0], optype, optype,
+										   BTGreaterEqualStrategyNumber);
+
+	if (!OidIsValid(geop))
+		return false;
+	ScanKeyInit(key, 1, BTGreaterEqualStrategyNumber, get_opcode(geop), value);
+	key->sk_collation = index->rd_indcollation[0];
+	return true;
+}
+
+/* Share of the leaf's pages that the free space map knows to be empty */
+static double
+ac_empty_share(Relation rel)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	BlockNumber empty = 0;
+	BlockNumber blk;
+
+	if (nblocks == 0)
+		return 0;
+	for (blk = 0; blk < nblocks; blk++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (GetRecordedFreeSpace(rel, blk) >= MaxHeapTupleSize)
+			empty++;
+	}
+	return (double) empty / nblocks;
+}
+
+/* What a pass refuses, once the leaf is locked. */
+static void
+ac_check_leaf(AcPartitionedConfig *cfg, Relation rel)
+{
+	Oid			leaf = RelationGetRelid(rel);
+	const char *name = RelationGetRelationName(rel);
+	List	   *ancestors;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || !rel->rd_rel->relispartition)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a leaf partition", name),
+				 errhint("Pass a partition that holds rows, as archive_cluster_partitions() lists them.")));
+	ancestors = get_partition_ancestors(leaf);
+	if (!list_member_oid(ancestors, cfg->relation))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("\"%s\" is not a partition of \"%s\"", name, get_rel_name(cfg->relation))));
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot cluster partition \"%s\": its access method is not heap", name)));
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot cluster partition \"%s\": it is not a permanent table", name)));
+	if (rel->rd_rel->relowner != ac_relation_owner(cfg->relation))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot cluster partition \"%s\": its owner is not the owner of \"%s\"",
+						name, get_rel_name(cfg->relation)),
+				 errdetail("Passes run as the partitioned table's owner."),
+				 errhint("Give the partition to that role with ALTER TABLE ... OWNER TO.")));
+	if (ac_leaf_closed(cfg, leaf, true) == AC_OPEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition \"%s\" is not closed", name),
+				 errdetail("Its bound, a parent's bound or its newest row must be older than the hot window (%s).",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(&cfg->hot_window)))),
+				 errhint("Rows newer than that are still being written; a pass waits until the partition is closed.")));
+	/* a published leaf needs a replica identity for the deletes, as DELETE does */
+	CheckCmdReplicaIdentity(rel, CMD_DELETE);
+	ac_refuse_leaf_moves_lost(leaf, cfg->relation);
+	ac_check_immediate_unique(rel, "Make the constraint NOT DEFERRABLE.");
+}
+
+/*
+ * One pass over leaf, a leaf partition of cfg's partitioned table, in the
+ * caller's transaction, as the partitioned table's owner.  Errors out if the
+ * leaf is not closed or cannot be passed; gives way at once (nothing done)
+ * if its lock is not granted at once or someone waits for one.
+ */
+void
+ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
+{
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+	Relation	rel;
+	Relation	index;
+	Oid			indexid;
+	AcLeafState st;
+	AcPace		pace;
+	AcWriter	w;
+	Snapshot	snapshot;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData key;
+	int			nkeys = 0;
+	Datum		resume;
+	Form_pg_attribute att;
+	AttrNumber	attnos[AC_MAX_CLUSTER_COLS];
+	Oid			ops[AC_MAX_CLUSTER_COLS];
+	Oid			colls[AC_MAX_CLUSTER_COLS];
+	bytea	   *stopped_at = NULL;
+	int64		written = 0;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	int			i;
+
+	memset(pass, 0, sizeof(*pass));
+	PreventCommandIfReadOnly("archive_cluster_pass_leaf()");
+	PreventCommandIfParallelMode("archive_cluster_pass_leaf()");
+	if (!ConditionalLockRelationOid(leaf, RowExclusiveLock))
+	{
+		pass->gave_way = true;
+		return;
+	}
+	rel = try_table_open(leaf, NoLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", leaf)));
+	if (ac_relation_has_waiters(leaf))
+	{
+		table_close(rel, NoLock);
+		pass->gave_way = true;
+		return;
+	}
+	ac_check_leaf(cfg, rel);
+	indexid = ac_cluster_index(rel, cfg->cluster_by, cfg->ncluster);
+	if (!OidIsValid(indexid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition \"%s\" has no valid btree index in the order of cluster_by",
+						RelationGetRelationName(rel)),
+				 errhint("The partitioned table's index is missing on it; attach or create it.")));
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "archive_cluster leaf pass",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	ac_leaf_state(leaf, &st);
+	ac_switch_to_owner(cfg->relation, &save_userid, &save_sec_context, &save_nestlevel);
+	ac_progress_begin('p', cfg->relation, leaf, ac_is_background_worker());
+	index = index_open(indexid, RowExclusiveLock);
+	for (i = 0; i < cfg->ncluster; i++)
+	{
+		Form_pg_attribute a;
+
+		attnos[i] = index->rd_index->indkey.values[i];
+		a = TupleDescAttr(RelationGetDescr(rel), attnos[i] - 1);
+		ops[i] = lookup_type_cache(a->atttypid, TYPECACHE_LT_OPR)->lt_opr;
+		colls[i] = a->attcollation;
+	}
+	att = TupleDescAttr(RelationGetDescr(rel), attnos[0] - 1);
+	if (ac_resume_value(&st, att, &resume) && ac_resume_key(index, resume, &key))
+	{
+		nkeys = 1;
+		pass->resumed = true;
+	}
+
+	ac_pace_init(&pace, archive_cluster_compaction_max_wal_rate, true,
+				 ac_wait_event("ArchiveClusterPartitionPacing"));
+	ac_writeback_add(&pace.wb, rel);
+	pass->to_front = ac_empty_share(rel) >= AC_TO_FRONT_SHARE;
+	ac_writer_begin(&w, rel, false, &pace);
+	ac_writer_set_order(&w, cfg->ncluster, attnos, ops, colls);
+	ac_writer_lowest_first(&w);
+
+	/* the deletes and the writes in one command: the scan sees neither */
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	ac_progress_phase(AC_PHASE_WRITING);
+	scan = ac_index_beginscan(rel, index, snapshot, nkeys, 0);
+	index_rescan(scan, nkeys > 0 ? &key : NULL, nkeys, NULL, 0);
+	slot = table_slot_create(rel, NULL);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		TM_FailureData tmfd;
+		TM_Result	res;
+
+		CHECK_FOR_INTERRUPTS();
+		ac_pace(&pace);
+		res = ac_table_tuple_delete(rel, &slot->tts_tid, w.cid, snapshot, InvalidSnapshot,
+									false, &tmfd, true);
+		if (res != TM_Ok)
+		{
+			/* changed or locked meanwhile: it stays (deleted: gone) */
+			if (res != TM_Deleted)
+				pass->busy++;
+			continue;
+		}
+		ExecCopySlot(ac_writer_slot(&w), slot);
+		ac_writer_add(&w);
+		if (w.rows == written)
+			continue;
+		/* a page was written: give way to a session waiting for the leaf */
+		written = w.rows;
+		ac_progress_rows(written);
+		ac_pause_point("leaf_page", 7);
+		if (ac_relation_has_waiters(leaf))
+		{
+			bool		isnull;
+			Datum		value = slot_getattr(slot, attnos[0], &isnull);
+
+			if (!isnull)
+				stopped_at = ac_resume_encode(att, value);
+			pass->gave_way = true;
+			break;
+		}
+	}
+	(void) ac_writer_flush(&w);
+	ac_writer_finish(&w);
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	pass->rows = w.rows;
+	pass->pages = w.nblocks;
+	ac_writer_end(&w);
+	index_close(index, NoLock);
+	ac_progress_end();
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+
+	MemoryContextSwitchTo(oldcxt);
+	ac_leaf_record(cfg->relation, leaf, pass->rows, !pass->gave_way,
+				   RelationGetNumberOfBlocks(rel), stopped_at, att->atttypid);
+	MemoryContextDelete(cxt);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * archive_cluster_pass_leaf(leaf regclass): one pass over a closed leaf
+ * partition of a registered partitioned table the caller owns.
+ */
+Datum
+archive_cluster_pass_leaf(PG_FUNCTION_ARGS)
+{
+	Oid			leaf = PG_GETARG_OID(0);
+	AcPartitionedConfig cfg;
+	AcLeafPass	pass;
+	TupleDesc	desc;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+	List	   *ancestors;
+	ListCell   *lc;
+	bool		found = false;
+
+	ac_check_relation_exists(leaf);
+	ac_check_owner(leaf);
+	ancestors = get_partition_ancestors(leaf);
+	foreach(lc, ancestors)
+	{
+		if (ac_load_partitioned(lfirst_oid(lc), &cfg))
+		{
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("\"%s\" is not a partition of a registered partitioned table",
+						get_rel_name(leaf)),
+				 errhint("Register the partitioned table with archive_cluster_register(..., mode => 'partitioned').")));
+	ac_check_owner(cfg.relation);
+	ac_pass_leaf(&cfg, leaf, &pass);
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int64GetDatum(pass.rows);
+	values[1] = Int64GetDatum(pass.busy);
+	values[2] = Int64GetDatum(pass.pages);
+	values[3] = BoolGetDatum(pass.gave_way);
+	values[4] = BoolGetDatum(pass.to_front);
+	values[5] = BoolGetDatum(pass.resumed);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}

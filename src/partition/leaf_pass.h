@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * leaf_pass.h
+ *		A pass over one closed leaf partition (leaf_pass.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHIVE_CLUSTER_LEAF_PASS_H
+#define ARCHIVE_CLUSTER_LEAF_PASS_H
+
+#include "archive_cluster.h"
+#include "registry/partitioned.h"
+
+typedef struct AcLeafPass
+{
+	int64		rows;			/* rewritten */
+	int64		busy;			/* left where they were: changed or locked */
+	int64		pages;			/* written */
+	bool		gave_way;		/* stopped for a session waiting on the leaf */
+	bool		resumed;		/* went on from where the last pass gave way */
+	bool		to_front;		/* wrote onto pages VACUUM freed at the front */
+} AcLeafPass;
+
+extern void ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass);
+
+#endif							/* ARCHIVE_CLUSTER_LEAF_PASS_H */
