@@ -33,7 +33,7 @@ SELECT mode FROM pg_locks WHERE locktype = 'relation' AND relation = 'pt'::regcl
 	AND pid = pg_backend_pid() ORDER BY mode;
 COMMIT;
 SELECT relation, cluster_by, age_column, hot_window FROM archive_cluster_partitioned;
-SELECT count(*) AS config_rows FROM archive_cluster_config;
+SELECT count(*) AS config_rows FROM archive_cluster_config WHERE relation = 'pt'::regclass;
 SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned')$$);
 
 -- rows interleaved by customer, as they arrive

@@ -4,8 +4,9 @@
 -- working (DML, runs, compaction, unregister), and the extension's objects
 -- are then exactly those of a fresh CREATE EXTENSION at the default
 -- version (compared in a second database by a digest of their definitions).
--- 1.1 adds the run log's paced_replicas and the views archive_cluster_progress
--- and archive_cluster_commit_latency (archive_cluster--1.0--1.1.sql).
+-- 1.1 adds the run log's paced_replicas, the views archive_cluster_progress
+-- and archive_cluster_commit_latency, and partitioned tables
+-- (archive_cluster--1.0--1.1.sql).
 \set from_version '1.0'
 -- a digest of the extension's objects: names, function definitions,
 -- view definitions, columns with types, defaults and NOT NULL, constraints
@@ -24,6 +25,12 @@ SELECT archive_cluster_register('ut', '{cid,ts}', 'ts', hot_window => '1 hour', 
 INSERT INTO uv SELECT g, g % 20, now() - interval '1 day', repeat('p', g % 50) FROM generate_series(1, 2000) g;
 INSERT INTO ut SELECT * FROM uv;
 SELECT table_name, status, rows_moved FROM archive_cluster_run(force => true) ORDER BY 1;
+-- a partitioned table (1.1) is refused at 1.0, with what to do
+CREATE TABLE up (id int NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL) PARTITION BY RANGE (ts);
+CREATE TABLE up_old PARTITION OF up FOR VALUES FROM ('2000-01-01') TO ('2000-01-02');
+CREATE INDEX ON up (cid, ts);
+INSERT INTO up SELECT g, g % 7, '2000-01-01'::timestamptz + g * interval '1 s' FROM generate_series(1, 500) g;
+SELECT archive_cluster_register('up', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
 CREATE TEMP TABLE before_update AS
 SELECT (SELECT count(*) FROM uv) AS uv_rows, (SELECT sum(hashtext(x::text)) FROM uv x) AS uv_sum,
 	   (SELECT count(*) FROM ut) AS ut_rows, (SELECT sum(hashtext(x::text)) FROM ut x) AS ut_sum;
@@ -47,6 +54,11 @@ DELETE FROM uv WHERE id = 2;
 DELETE FROM ut WHERE id = 2;
 SELECT table_name, status, rows_moved FROM archive_cluster_run(force => true) ORDER BY 1;
 SELECT table_name, status, rows_rewritten FROM archive_cluster_compact(force => true) ORDER BY 1;
+-- 1.1's partitioned tables
+SELECT archive_cluster_register('up', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+SELECT rows_rewritten, gave_way FROM archive_cluster_pass_leaf('up_old');
+SELECT leaf, closed, passes FROM archive_cluster_partitions('up');
+SELECT archive_cluster_unregister('up');
 -- 1.1's run log column, on the rows from before the update (its default) and after
 SELECT count(*) AS runs_logged, bool_and(paced_replicas = '0') AS none_waited FROM archive_cluster_runs;
 SELECT count(*) AS jobs_running FROM archive_cluster_progress;

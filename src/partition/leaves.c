@@ -47,6 +47,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "base/util.h"
 #include "partition/leaves.h"
