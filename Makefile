@@ -29,6 +29,7 @@ OBJS = \
 	src/base/lock_waiters.o \
 	src/partition/leaves.o \
 	src/partition/leaf_pass.o \
+	src/partition/run_partitioned.o \
 	src/base/key_probe.o \
 	src/base/util.o \
 	src/registry/archive_checks.o \
@@ -70,7 +71,8 @@ OBJS = \
 	src/worker/pool_views.o \
 	src/worker/utility.o \
 	src/worker/worker.o \
-	src/worker/worker_job.o
+	src/worker/worker_job.o \
+	src/worker/worker_partitioned.o
 
 EXTENSION = archive_cluster
 DATA = archive_cluster--1.0.sql archive_cluster--1.0--1.1.sql

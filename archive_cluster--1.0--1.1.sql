@@ -158,6 +158,11 @@ CREATE TABLE archive_cluster_leaves (
 );
 CREATE INDEX archive_cluster_leaves_relation ON archive_cluster_leaves (relation);
 
+-- the run history: kind 'pass', a pass over a leaf partition (detail: which)
+ALTER TABLE archive_cluster_run_log DROP CONSTRAINT archive_cluster_run_log_kind_check,
+	ADD CONSTRAINT archive_cluster_run_log_kind_check
+	CHECK (kind IN ('archive', 'compaction', 'alter', 'pass'));
+
 REVOKE ALL ON archive_cluster_partitioned, archive_cluster_leaves FROM PUBLIC;
 
 /* A dropped partitioned table, or leaf, is forgotten too. */

@@ -120,3 +120,32 @@ SELECT count(*) AS registered FROM archive_cluster_partitioned;
 SELECT count(*) AS leaves FROM archive_cluster_leaves;
 DROP TABLE plain;
 DROP ROLE ac_part_other;
+
+-- archive_cluster_run() on a partitioned table: every due closed leaf, recorded
+CREATE TABLE pr (id int NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL, pad text)
+	PARTITION BY RANGE (ts);
+CREATE TABLE pr_1 PARTITION OF pr FOR VALUES FROM ('2020-01-01') TO ('2020-01-02');
+CREATE TABLE pr_2 PARTITION OF pr FOR VALUES FROM ('2020-01-02') TO ('2020-01-03');
+CREATE TABLE pr_now PARTITION OF pr FOR VALUES FROM ('2020-01-03') TO (MAXVALUE);
+CREATE INDEX ON pr (cid, ts);
+INSERT INTO pr SELECT g, g % 20, '2020-01-01'::timestamptz + g * interval '10 s', repeat('y', 80)
+	FROM generate_series(1, 17000) g;
+INSERT INTO pr SELECT g, g % 20, now(), 'hot' FROM generate_series(17001, 17100) g;
+SELECT archive_cluster_register('pr', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr');
+SELECT kind, relation_name, rows_moved, rows_busy, detail ~ '^leaf public\.pr_[12] \(first pass\): \d+ pages; ' AS detail_ok
+	FROM archive_cluster_runs WHERE relation = 'pr'::regclass ORDER BY run_id;
+-- nothing due until VACUUM frees the front half of a leaf; then a pass to the front
+SELECT table_name, status, rows_moved FROM archive_cluster_run('pr');
+VACUUM pr_1;
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr');
+SELECT detail ~ '\(to the front\)' AS to_front FROM archive_cluster_runs
+	WHERE relation = 'pr'::regclass ORDER BY run_id DESC LIMIT 1;
+-- max_batches: leaves per call; force: every closed leaf again
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr', force => true, max_batches => 1);
+-- without a relation: registered tables and partitioned tables the caller owns
+SELECT table_name, status FROM archive_cluster_run() WHERE table_name = 'pr'::regclass;
+SELECT leaf, passes, settled_at IS NOT NULL AS settled FROM archive_cluster_partitions('pr') ORDER BY 1;
+-- compaction does not apply
+SELECT try($$SELECT * FROM archive_cluster_compact('pr')$$);
+DROP TABLE pr;

@@ -17,6 +17,17 @@ CREATE TABLE wk_small (id bigint PRIMARY KEY, cid int NOT NULL, ts timestamptz N
 INSERT INTO wk_small SELECT g, g % 10, now() - interval '3 hours' FROM generate_series(1, 100) g;
 SELECT archive_cluster_register('wk_small', cluster_by => '{cid,ts}', age_column => 'ts',
 								hot_window => '1 hour', batch_rows => 20000);
+-- a partitioned table: the worker clusters its closed partition in place
+CREATE TABLE wkp (id bigint NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL, pad text)
+	PARTITION BY RANGE (ts);
+CREATE TABLE wkp_old PARTITION OF wkp FOR VALUES FROM ('2020-01-01') TO ('2020-01-02');
+CREATE TABLE wkp_now PARTITION OF wkp FOR VALUES FROM ('2020-01-02') TO (MAXVALUE);
+CREATE INDEX ON wkp (cid, ts);
+INSERT INTO wkp SELECT g, g % 30, '2020-01-01'::timestamptz + g * interval '5 s', repeat('w', 90)
+FROM generate_series(1, 12000) g;
+SELECT checksum('wkp') AS wkp_before \gset
+SELECT archive_cluster_register('wkp', cluster_by => '{cid,ts}', age_column => 'ts',
+								hot_window => '1 hour', mode => 'partitioned');
 RESET ROLE;
 
 -- the worker decides from cumulative statistics: publish this session's now
@@ -36,6 +47,19 @@ END $$;
 
 SELECT relation, rows_moved, batches, started_by, run_as, error
 FROM archive_cluster_runs WHERE relation IN ('wk'::regclass, 'wk_small'::regclass);
+-- and the closed partition (wait at most 60 s)
+DO $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		EXIT WHEN EXISTS (SELECT FROM archive_cluster_runs WHERE relation = 'wkp'::regclass);
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+SELECT relation, kind, rows_moved, started_by, run_as, error, detail LIKE 'leaf public.wkp_old (first pass):%' AS leaf_named
+FROM archive_cluster_runs WHERE relation = 'wkp'::regclass;
+SELECT checksum('wkp') = :'wkp_before' AS wkp_same_rows,
+	   (SELECT avg(pages) FROM (SELECT count(DISTINCT (ctid::text::point)[0]) AS pages
+								FROM wkp_old GROUP BY cid) k) < 10 AS clustered;
 SELECT (SELECT count(*) FROM wk_current) AS cur, (SELECT count(*) FROM wk_archive) AS arc,
 	   checksum('wk') = :'before' AS same_rows;
 -- the pool served this database: the extension is known to be here (the

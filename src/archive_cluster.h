@@ -63,6 +63,7 @@ typedef struct AcRunResult
 #define AC_KIND_ARCHIVE "archive"
 #define AC_KIND_COMPACTION "compaction"
 #define AC_KIND_ALTER "alter"		/* archive_cluster_alter() changed settings */
+#define AC_KIND_PASS "pass"			/* a pass over a leaf partition */
 
 /* One row of archive_cluster_run_log (ac_log_run). */
 typedef struct AcRunLog

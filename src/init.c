@@ -25,6 +25,7 @@
 #include "base/guc.h"
 #include "pace/commit_latency.h"
 #include "pace/progress.h"
+#include "partition/run_partitioned.h"
 #include "table/key_range.h"
 #include "worker/launcher.h"
 #include "table/on_conflict.h"
@@ -51,6 +52,8 @@ _PG_init(void)
 	ac_lock_order_install();
 	ac_tier_lookup_install();
 	ac_probe_install();
+	/* archive_cluster_run() on a partitioned table: archive/ calls up into partition/ */
+	ac_partitioned_run_hook = ac_run_partitioned_call;
 	if (process_shared_preload_libraries_in_progress)
 	{
 		ac_pool_init_hooks();

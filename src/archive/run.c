@@ -219,13 +219,6 @@ ac_run_table(AcTableConfig *cfg, bool force, int max_batches, bool wait_replicas
 }
 
 
-/* archive_cluster_run()'s arguments, for ac_run_work() */
-typedef struct AcRunArgs
-{
-	bool		force;
-	int			max_batches;
-} AcRunArgs;
-
 static void
 ac_run_work(AcTableConfig *cfg, void *arg, AcRunResult *res)
 {

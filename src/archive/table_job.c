@@ -37,6 +37,7 @@
 #include "base/util.h"
 #include "pace/commit_latency.h"
 #include "registry/config.h"
+#include "registry/partitioned.h"
 #include "registry/replication.h"
 
 /*
@@ -225,6 +226,8 @@ ac_put_result(ReturnSetInfo *rsinfo, const char *kind, Oid relation, AcRunResult
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+AcPartitionedRun ac_partitioned_run_hook = NULL;
+
 /*
  * How a call of archive_cluster_run() or archive_cluster_compact() was
  * started: by a pg_cron job (its background worker, or its libpq
@@ -257,6 +260,7 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	AcTableConfig cfg;
+	AcPartitionedConfig pcfg;
 	AcRunResult res;
 
 	if (RecoveryInProgress())
@@ -275,6 +279,20 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 		Oid			relation = PG_GETARG_OID(0);
 
 		ac_check_relation_exists(relation);
+		if (strcmp(kind, AC_KIND_ARCHIVE) == 0 && ac_partitioned_run_hook != NULL &&
+			!ac_load_config(relation, &cfg) && ac_load_partitioned(relation, &pcfg))
+		{
+			ac_check_owner(relation);
+			ac_partitioned_run_hook(relation, (AcRunArgs *) arg, &res);
+			ac_put_result(rsinfo, kind, relation, &res);
+			SPI_finish();
+			return;
+		}
+		if (!ac_load_config(relation, &cfg) && ac_load_partitioned(relation, &pcfg))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot compact partitioned table \"%s\"", get_rel_name(relation)),
+					 errhint("archive_cluster_run() clusters its partitions in place, and passes a partition again when it needs it.")));
 		ac_load_config_or_error(relation, &cfg);
 		ac_check_owner(relation);
 		work(&cfg, arg, &res);
@@ -344,6 +362,21 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 			}
 			PG_END_TRY();
 			ac_put_result(rsinfo, kind, relation, &res);
+		}
+		/* then the partitioned tables the caller owns */
+		if (strcmp(kind, AC_KIND_ARCHIVE) == 0 && ac_partitioned_run_hook != NULL)
+		{
+			relations = ac_partitioned_relations();
+			foreach(lc, relations)
+			{
+				Oid			relation = lfirst_oid(lc);
+
+				if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relation)) ||
+					!ac_class_ownercheck(relation, GetUserId()))
+					continue;
+				ac_partitioned_run_hook(relation, (AcRunArgs *) arg, &res);
+				ac_put_result(rsinfo, kind, relation, &res);
+			}
 		}
 	}
 

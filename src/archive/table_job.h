@@ -12,6 +12,20 @@
 #include "archive_cluster.h"
 
 typedef void (*AcTableWork) (AcTableConfig *cfg, void *arg, AcRunResult *res);
+
+/* archive_cluster_run()'s arguments */
+typedef struct AcRunArgs
+{
+	bool		force;
+	int			max_batches;
+} AcRunArgs;
+
+/*
+ * archive_cluster_run() on a registered partitioned table (set by
+ * partition/, which is above this folder): arg is an AcRunArgs.
+ */
+typedef void (*AcPartitionedRun) (Oid relation, const AcRunArgs *args, AcRunResult *res);
+extern AcPartitionedRun ac_partitioned_run_hook;
 extern void ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work,
 						  void *arg);
 extern void ac_flush_as_written(void);

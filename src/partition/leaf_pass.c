@@ -66,6 +66,7 @@
 #include "compat.h"
 #include "archive/archive_writer.h"
 #include "archive/compact.h"
+#include "archive/table_job.h"
 #include "base/cluster_index.h"
 #include "base/guc.h"
 #include "base/lock_waiters.h"
@@ -78,9 +79,6 @@
 #include "registry/replication.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_pass_leaf);
-
-/* The pages a pass's first look at the FSM counts as freed by VACUUM */
-#define AC_TO_FRONT_SHARE 0.5
 
 /* The value a pass that gave way stopped at, as the column's type; false if none. */
 static bool
@@ -125,23 +123,63 @@ ac_resume_key(Relation index, Datum value, ScanKey key)
 	return true;
 }
 
-/* Share of the leaf's pages that the free space map knows to be empty */
+/*
+ * Share of the front half of rel's pages that the free space map knows to
+ * be empty: after a first pass and a VACUUM, about all of it.
+ */
 static double
-ac_empty_share(Relation rel)
+ac_front_empty_share(Relation rel)
 {
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	BlockNumber half = RelationGetNumberOfBlocks(rel) / 2;
 	BlockNumber empty = 0;
 	BlockNumber blk;
 
-	if (nblocks == 0)
+	if (half == 0)
 		return 0;
-	for (blk = 0; blk < nblocks; blk++)
+	for (blk = 0; blk < half; blk++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (GetRecordedFreeSpace(rel, blk) >= MaxHeapTupleSize)
 			empty++;
 	}
-	return (double) empty / nblocks;
+	return (double) empty / half;
+}
+
+/*
+ * ac_front_empty_share() of leaf, or 0 if a lock on it is not granted at
+ * once (the lock is released: only the free space map is read).
+ */
+double
+ac_leaf_front_empty(Oid leaf)
+{
+	Relation	rel;
+	double		share;
+
+	if (!ConditionalLockRelationOid(leaf, AccessShareLock))
+		return 0;
+	rel = try_relation_open(leaf, NoLock);
+	if (rel == NULL)
+	{
+		UnlockRelationOid(leaf, AccessShareLock);
+		return 0;
+	}
+	share = ac_front_empty_share(rel);
+	relation_close(rel, AccessShareLock);
+	return share;
+}
+
+/* Is another session waiting for a lock on one of these leaves? */
+bool
+ac_leaves_have_waiters(List *leaves)
+{
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+	{
+		if (ac_relation_has_waiters(lfirst_oid(lc)))
+			return true;
+	}
+	return false;
 }
 
 /* What a pass refuses, once the leaf is locked. */
@@ -198,7 +236,7 @@ ac_check_leaf(AcPartitionedConfig *cfg, Relation rel)
  * if its lock is not granted at once or someone waits for one.
  */
 void
-ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
+ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 {
 	MemoryContext cxt;
 	MemoryContext oldcxt;
@@ -220,6 +258,8 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
 	Oid			colls[AC_MAX_CLUSTER_COLS];
 	bytea	   *stopped_at = NULL;
 	int64		written = 0;
+	AcPaceReport report;
+	List	   *locked;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
@@ -238,7 +278,8 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", leaf)));
-	if (ac_relation_has_waiters(leaf))
+	locked = lappend_oid(list_copy(held), leaf);
+	if (ac_leaves_have_waiters(locked))
 	{
 		table_close(rel, NoLock);
 		pass->gave_way = true;
@@ -258,6 +299,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
 	oldcxt = MemoryContextSwitchTo(cxt);
 	ac_leaf_state(leaf, &st);
 	ac_switch_to_owner(cfg->relation, &save_userid, &save_sec_context, &save_nestlevel);
+	ac_flush_as_written();
 	ac_progress_begin('p', cfg->relation, leaf, ac_is_background_worker());
 	index = index_open(indexid, RowExclusiveLock);
 	for (i = 0; i < cfg->ncluster; i++)
@@ -279,7 +321,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
 	ac_pace_init(&pace, archive_cluster_compaction_max_wal_rate, true,
 				 ac_wait_event("ArchiveClusterPartitionPacing"));
 	ac_writeback_add(&pace.wb, rel);
-	pass->to_front = ac_empty_share(rel) >= AC_TO_FRONT_SHARE;
+	pass->to_front = ac_front_empty_share(rel) >= AC_TO_FRONT_SHARE;
 	ac_writer_begin(&w, rel, false, &pace);
 	ac_writer_set_order(&w, cfg->ncluster, attnos, ops, colls);
 	ac_writer_lowest_first(&w);
@@ -314,7 +356,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
 		written = w.rows;
 		ac_progress_rows(written);
 		ac_pause_point("leaf_page", 7);
-		if (ac_relation_has_waiters(leaf))
+		if (ac_leaves_have_waiters(locked))
 		{
 			bool		isnull;
 			Datum		value = slot_getattr(slot, attnos[0], &isnull);
@@ -332,12 +374,16 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass)
 	UnregisterSnapshot(snapshot);
 	pass->rows = w.rows;
 	pass->pages = w.nblocks;
+	pass->bytes = w.bytes;
+	pass->paced_us = pace.paced_us;
+	ac_pace_report(&pace, &report);
 	ac_writer_end(&w);
 	index_close(index, NoLock);
 	ac_progress_end();
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 
 	MemoryContextSwitchTo(oldcxt);
+	pass->detail = ac_pace_detail(&report, 0, false);
 	ac_leaf_record(cfg->relation, leaf, pass->rows, !pass->gave_way,
 				   RelationGetNumberOfBlocks(rel), stopped_at, att->atttypid);
 	MemoryContextDelete(cxt);
@@ -380,7 +426,7 @@ archive_cluster_pass_leaf(PG_FUNCTION_ARGS)
 						get_rel_name(leaf)),
 				 errhint("Register the partitioned table with archive_cluster_register(..., mode => 'partitioned').")));
 	ac_check_owner(cfg.relation);
-	ac_pass_leaf(&cfg, leaf, &pass);
+	ac_pass_leaf(&cfg, leaf, NIL, &pass);
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

@@ -19,8 +19,16 @@ typedef struct AcLeafPass
 	bool		gave_way;		/* stopped for a session waiting on the leaf */
 	bool		resumed;		/* went on from where the last pass gave way */
 	bool		to_front;		/* wrote onto pages VACUUM freed at the front */
+	int64		bytes;			/* of the rows written */
+	int64		paced_us;
+	char	   *detail;			/* how it was paced */
 } AcLeafPass;
 
-extern void ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, AcLeafPass *pass);
+/* share of a leaf's front half that VACUUM freed, from which a pass moves rows there */
+#define AC_TO_FRONT_SHARE 0.9
+
+extern bool ac_leaves_have_waiters(List *leaves);
+extern double ac_leaf_front_empty(Oid leaf);
+extern void ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass);
 
 #endif							/* ARCHIVE_CLUSTER_LEAF_PASS_H */

@@ -312,6 +312,7 @@ ac_log_run(const AcRunLog *log)
 	Interval   *paced = palloc0(sizeof(Interval));
 	Interval   *paced_replicas = palloc0(sizeof(Interval));
 	char	   *relname = get_rel_name(log->relation);
+	char	   *registered;
 	/* a database still at 1.0 (not yet ALTER EXTENSION UPDATE'd) has no paced_replicas */
 	bool		v11 = get_attnum(get_relname_relid("archive_cluster_run_log", ac_extension_schema()),
 								 "paced_replicas") != InvalidAttrNumber;
@@ -363,7 +364,15 @@ ac_log_run(const AcRunLog *log)
 	values[1] = Int32GetDatum(archive_cluster_run_log_max_rows);
 	ac_exec_as_extension_owner(sql, 2, argtypes, values, NULL, SPI_OK_DELETE);
 
-	/* the rows of tables no longer registered: as many again, in all */
+	/*
+	 * the rows of tables no longer registered (in either table of
+	 * registrations, since 1.1): as many again, in all
+	 */
+	registered = v11 ?
+		psprintf("(SELECT relation FROM %s UNION ALL SELECT relation FROM %s)",
+				 ac_extension_object("archive_cluster_config"),
+				 ac_extension_object("archive_cluster_partitioned")) :
+		ac_extension_object("archive_cluster_config");
 	sql = psprintf("DELETE FROM %s WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
 				   " SELECT l.run_id FROM %s l WHERE NOT EXISTS (SELECT FROM %s c"
 				   "  WHERE c.relation OPERATOR(pg_catalog.=) l.relation)"
@@ -373,9 +382,9 @@ ac_log_run(const AcRunLog *log)
 				   " FOR UPDATE OF l SKIP LOCKED))",
 				   ac_extension_object("archive_cluster_run_log"),
 				   ac_extension_object("archive_cluster_run_log"),
-				   ac_extension_object("archive_cluster_config"),
+				   registered,
 				   ac_extension_object("archive_cluster_run_log"),
-				   ac_extension_object("archive_cluster_config"));
+				   registered);
 	argtypes[0] = INT4OID;
 	values[0] = Int32GetDatum(archive_cluster_run_log_max_rows);
 	ac_exec_as_extension_owner(sql, 1, argtypes, values, NULL, SPI_OK_DELETE);

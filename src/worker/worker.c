@@ -68,6 +68,7 @@
 #include "base/guc.h"
 #include "worker/index_rebuild.h"
 #include "worker/worker_job.h"
+#include "worker/worker_partitioned.h"
 #include "worker/pool.h"
 #include "registry/replication.h"
 #include "archive/threshold.h"
@@ -106,31 +107,6 @@ ac_worker_relations(bool *installed)
 	}
 	ac_commit();
 	return relations;
-}
-
-/* Record a failed run or compaction of a table in archive_cluster_runs. */
-static void
-ac_worker_record_error(Oid relation, const char *kind, TimestampTz started,
-					   const char *message)
-{
-	PG_TRY();
-	{
-		Oid			owner = InvalidOid;
-		char	   *relname;
-
-		ac_begin("archive_cluster: recording an error");
-		relname = get_rel_name(relation);
-		if (relname != NULL)
-			owner = ac_relation_owner(relation);
-		ac_log_run_error(relation, kind, started, "worker", owner, message);
-		ac_commit();
-	}
-	PG_CATCH();
-	{
-		/* the table or the extension went away meanwhile: log only */
-		ac_log_error_and_abort();
-	}
-	PG_END_TRY();
 }
 
 /*
@@ -634,6 +610,12 @@ ac_worker_pass(void)
 			all = false;
 			break;
 		}
+	}
+	/* then the partitioned tables' leaves, with the time left */
+	if (all && archive_cluster_enabled && !ac_slice_over() && ac_worker_partitioned())
+	{
+		more = true;
+		all = false;
 	}
 	ac_pool_worker_done(AC_DB_INSTALLED, more, all);
 }

@@ -19,6 +19,7 @@
 #include "pgstat.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
@@ -29,6 +30,7 @@
 #include "worker/pool.h"
 #include "worker/worker_job.h"
 #include "base/util.h"
+#include "registry/config.h"
 
 /* outlives the transactions of a cycle */
 MemoryContext ac_cycle_cxt = NULL;
@@ -227,4 +229,29 @@ ac_worker_log_caught(const char *what, const char *hint)
 	ac_report_caught(edata, WARNING, what);
 	FreeErrorData(edata);
 	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* Record a failed run, compaction or pass of a table in archive_cluster_runs. */
+void
+ac_worker_record_error(Oid relation, const char *kind, TimestampTz started,
+					   const char *message)
+{
+	PG_TRY();
+	{
+		Oid			owner = InvalidOid;
+		char	   *relname;
+
+		ac_begin("archive_cluster: recording an error");
+		relname = get_rel_name(relation);
+		if (relname != NULL)
+			owner = ac_relation_owner(relation);
+		ac_log_run_error(relation, kind, started, "worker", owner, message);
+		ac_commit();
+	}
+	PG_CATCH();
+	{
+		/* the table or the extension went away meanwhile: log only */
+		ac_log_error_and_abort();
+	}
+	PG_END_TRY();
 }

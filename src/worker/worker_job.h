@@ -38,5 +38,7 @@ extern void ac_log_error_and_abort(void);
 extern void ac_worker_set_limits(void);
 extern ErrorData *ac_job_abort(const char *what);
 extern void ac_worker_log_caught(const char *what, const char *hint);
+extern void ac_worker_record_error(Oid relation, const char *kind, TimestampTz started,
+								   const char *message);
 
 #endif							/* ARCHIVE_CLUSTER_WORKER_JOB_H */
