@@ -133,9 +133,10 @@ ac_check_debug_pause(char **newval, void **extra, GucSource source)
 
 		if (ok && strcmp(name, "locked") != 0 && strcmp(name, "deleted") != 0 &&
 			strcmp(name, "before_commit") != 0 && strcmp(name, "row_read") != 0 &&
-			strcmp(name, "upsert_checked") != 0 && strcmp(name, "pruned") != 0)
+			strcmp(name, "upsert_checked") != 0 && strcmp(name, "pruned") != 0 &&
+			strcmp(name, "leaf_page") != 0)
 		{
-			GUC_check_errdetail("Unknown phase \"%s\": use locked, deleted, before_commit, row_read, upsert_checked or pruned.",
+			GUC_check_errdetail("Unknown phase \"%s\": use locked, deleted, before_commit, row_read, upsert_checked, pruned or leaf_page.",
 								name);
 			ok = false;
 		}
@@ -423,10 +424,12 @@ ac_define_gucs(void)
 	DefineCustomStringVariable("archive_cluster.debug_pause",
 							   "Phases of a run, or of the view's trigger, that wait for an advisory lock (for tests).",
 							   "A comma-separated list of locked, deleted, before_commit (runs), "
-							   "row_read (the view's UPDATE/DELETE trigger, after the statement read the row) "
-							   "and upsert_checked (table mode's INSERT ... ON CONFLICT, after its look-ups): "
+							   "row_read (the view's UPDATE/DELETE trigger, after the statement read the row), "
+							   "upsert_checked (table mode's INSERT ... ON CONFLICT, after its look-ups), "
+							   "pruned (a statement planned without the archive, before it runs) "
+							   "and leaf_page (a pass over a leaf partition, after each page it wrote): "
 							   "at each, the session waits while another holds "
-							   "pg_advisory_lock(1094930497, n), n = 1, 2, 3, 4, 5 respectively.",
+							   "pg_advisory_lock(1094930497, n), n = 1, 2, 3, 4, 5, 6, 7 respectively.",
 							   &archive_cluster_debug_pause,
 							   "",
 							   PGC_SUSET, GUC_LIST_INPUT | GUC_NOT_IN_SAMPLE,
