@@ -82,7 +82,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 
 REGRESS = setup register dml run alter unregister errors stats worker partitioned hostile_input dangling view_privileges security_attacks security_columns tier_constraints identity_always row_locks run_refused table_mode table_lookup table_probe view_probe compaction table_reindex update
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=$(srcdir)/test/regress.conf
-ISOLATION = run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race run_pacing run_lock_hostage register_twice register_owner run_cic table_row_locks table_two_writers table_run_writer table_unique_wait table_merge_conflict table_key_range compact_writers table_unique_cic table_upsert_run table_lock_order mvcc_snapshot table_alter table_probe_run view_probe_run
+ISOLATION = part_leaf_pass run_skip update_twice run_update run_update_key run_delete run_insert run_select run_twice run_batches alter_run register_dml key_unique column_drift unregister_run register_snapshot update_read_race run_pacing run_lock_hostage register_twice register_owner run_cic table_row_locks table_two_writers table_run_writer table_unique_wait table_merge_conflict table_key_range compact_writers table_unique_cic table_upsert_run table_lock_order mvcc_snapshot table_alter table_probe_run view_probe_run
 TAP_TESTS = 1
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
 
