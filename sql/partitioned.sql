@@ -32,7 +32,7 @@ SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'parti
 SELECT mode FROM pg_locks WHERE locktype = 'relation' AND relation = 'pt'::regclass
 	AND pid = pg_backend_pid() ORDER BY mode;
 COMMIT;
-SELECT relation, cluster_by, age_column, hot_window FROM archive_cluster_partitioned;
+SELECT relation, cluster_by, age_column, hot_window FROM archive_cluster_partitioned WHERE relation = 'pt'::regclass;
 SELECT count(*) AS config_rows FROM archive_cluster_config WHERE relation = 'pt'::regclass;
 SELECT try($$SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned')$$);
 
@@ -107,8 +107,8 @@ SELECT leaf, closed, closed_by FROM archive_cluster_partitions('pt') WHERE leaf 
 
 -- unregister: forgotten, rows stay
 SELECT archive_cluster_unregister('pt');
-SELECT count(*) AS registered FROM archive_cluster_partitioned;
-SELECT count(*) AS leaves FROM archive_cluster_leaves;
+SELECT count(*) AS registered FROM archive_cluster_partitioned WHERE relation::text <> 'wkp';
+SELECT count(*) AS leaves FROM archive_cluster_leaves WHERE relation::text <> 'wkp';
 SELECT count(*) AS rows FROM pt;
 SELECT try($$SELECT archive_cluster_pass_leaf('pt_old')$$);
 
@@ -116,8 +116,8 @@ SELECT try($$SELECT archive_cluster_pass_leaf('pt_old')$$);
 SELECT archive_cluster_register('pt', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
 SELECT rows_rewritten > 0 AS moved FROM archive_cluster_pass_leaf('pt_old');
 DROP TABLE pt;
-SELECT count(*) AS registered FROM archive_cluster_partitioned;
-SELECT count(*) AS leaves FROM archive_cluster_leaves;
+SELECT count(*) AS registered FROM archive_cluster_partitioned WHERE relation::text <> 'wkp';
+SELECT count(*) AS leaves FROM archive_cluster_leaves WHERE relation::text <> 'wkp';
 DROP TABLE plain;
 DROP ROLE ac_part_other;
 
@@ -141,6 +141,20 @@ VACUUM pr_1;
 SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr');
 SELECT detail ~ '\(to the front\)' AS to_front FROM archive_cluster_runs
 	WHERE relation = 'pr'::regclass ORDER BY run_id DESC LIMIT 1;
+-- rows written into a passed leaf since (a backfill) make it due again,
+-- once VACUUM removed the index entries of the rows the last pass moved
+VACUUM pr_2;
+SELECT table_name, status, rows_moved FROM archive_cluster_run('pr');
+VACUUM pr_2;
+SELECT table_name, status FROM archive_cluster_run('pr');
+INSERT INTO pr SELECT g, g % 20, '2020-01-02'::timestamptz + (g - 20000) * interval '20 s', 'backfill'
+	FROM generate_series(20001, 24000) g;
+SELECT table_name, status, rows_moved FROM archive_cluster_run('pr');
+SELECT table_name, status FROM archive_cluster_run('pr');
+SELECT detail ~ '^leaf public\.pr_2 \(rows written since\)' AS backfill_passed FROM archive_cluster_runs
+	WHERE relation = 'pr'::regclass ORDER BY run_id DESC LIMIT 1;
+SELECT round(avg(pages), 1) AS pr_2_pages_per_key FROM
+	(SELECT cid, count(DISTINCT (ctid::text::point)[0]) AS pages FROM pr_2 GROUP BY cid) k;
 -- max_batches: leaves per call; force: every closed leaf again
 SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr', force => true, max_batches => 1);
 -- without a relation: registered tables and partitioned tables the caller owns

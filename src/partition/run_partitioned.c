@@ -11,6 +11,11 @@
  *		- VACUUM freed most of its front half since (AC_TO_FRONT_SHARE):
  *		  the rows of the last pass are at the back, and this pass moves
  *		  them to the front, so that the next VACUUM truncates the file;
+ *		- rows were written into it since (a backfill, updates): over keys
+ *		  sampled from its cluster index, the pages beyond a key's ideal
+ *		  plus one are archive_cluster.compaction_threshold of its pages or
+ *		  more, as compaction measures an archive, once VACUUM has removed
+ *		  the index entries of the rows the last pass moved;
  *		- force.
  *		Each pass is recorded in the run history (kind 'pass', the leaf
  *		in its detail).  The call stops when a pass gives way: every leaf
@@ -21,20 +26,134 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/relation.h"
 #include "access/xact.h"
+#include "catalog/pg_type_d.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "archive/key_sample.h"
 #include "archive/table_job.h"
+#include "base/cluster_index.h"
+#include "base/guc.h"
 #include "base/util.h"
 #include "partition/leaf_pass.h"
 #include "partition/leaves.h"
 #include "partition/run_partitioned.h"
 #include "registry/config.h"
 #include "registry/partitioned.h"
+
+/* keys sampled to decide whether a settled leaf needs another pass */
+#define AC_LEAF_SAMPLE_KEYS 100
+
+/*
+ * The share of a settled leaf's pages that another pass would save when
+ * reading a key's rows, over keys sampled from its cluster index: a key
+ * whose rows lie together spans at most its ideal pages (ceil(rows x row
+ * bytes / usable page bytes)) plus one it shares with its neighbours; pages
+ * beyond that came from rows written since (a backfill, updates).  Read
+ * after a VACUUM (ac_leaf_due), whose counts it uses.  0 when a
+ * lock on the leaf is not granted at once (the lock is released after).
+ */
+static double
+ac_leaf_loose_share(AcPartitionedConfig *cfg, Oid leaf)
+{
+	Relation	rel;
+	Relation	index;
+	Oid			indexid;
+	AcKeys		keys;
+	AcTierCounts counts;
+	pg_prng_state rng;
+	double		rowbytes;
+	double		usable = BLCKSZ - SizeOfPageHeaderData;
+	double		excess = 0;
+	double		total = 0;
+	int			i;
+
+	if (!ConditionalLockRelationOid(leaf, AccessShareLock))
+		return 0;
+	rel = try_relation_open(leaf, NoLock);
+	if (rel == NULL)
+	{
+		UnlockRelationOid(leaf, AccessShareLock);
+		return 0;
+	}
+	indexid = ac_cluster_index(rel, cfg->cluster_by, cfg->ncluster);
+	if (!OidIsValid(indexid))
+	{
+		relation_close(rel, AccessShareLock);
+		return 0;
+	}
+	index = index_open(indexid, AccessShareLock);
+	ac_keys_init(&keys, index);
+	pg_prng_seed(&rng, 0);
+	ac_sample_keys(index, AC_LEAF_SAMPLE_KEYS, &rng, &keys);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ac_count_tier(rel, index, &keys, NULL, &counts);
+	PopActiveSnapshot();
+	/*
+	 * A row's bytes on a page as the leaf stores them, from its pages and
+	 * rows when VACUUM counted them: the planner's width of a column never
+	 * analyzed is a guess (32 bytes for text), which would make every leaf
+	 * look loose.  Pages part empty make it larger, and the leaf less loose.
+	 */
+	rowbytes = rel->rd_rel->reltuples > 0 ?
+		RelationGetNumberOfBlocks(rel) * usable / rel->rd_rel->reltuples : ac_row_bytes(rel);
+	for (i = 0; i < keys.nkeys; i++)
+	{
+		double		ideal = ceil(counts.rows[i] * rowbytes / usable);
+
+		total += counts.pages[i];
+		if (counts.pages[i] > ideal + 1)
+			excess += counts.pages[i] - ideal - 1;
+	}
+	index_close(index, AccessShareLock);
+	relation_close(rel, AccessShareLock);
+	return total > 0 ? excess / total : 0;
+}
+
+/*
+ * When VACUUM last ran on leaf (0: never, as far as the statistics know):
+ * until then, its indexes still hold the entries of the rows the last pass
+ * moved, and the pages of those would count as loose.
+ */
+static TimestampTz
+ac_leaf_vacuumed_at(Oid leaf)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	TimestampTz result = 0;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	values[0] = ObjectIdGetDatum(leaf);
+	if (SPI_execute_with_args("SELECT GREATEST(last_vacuum, last_autovacuum)"
+							  " FROM pg_catalog.pg_stat_all_tables WHERE relid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = DatumGetTimestampTz(d);
+	}
+	SPI_finish();
+	return result;
+}
 
 /* Why a pass over this leaf is due (a closed one), or NULL if it is not. */
 const char *
@@ -53,6 +172,9 @@ ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force)
 		return "to the front";
 	if (force)
 		return "forced";
+	if (ac_leaf_vacuumed_at(leaf) > st.last_pass_at &&
+		ac_leaf_loose_share(cfg, leaf) >= Max(archive_cluster_compaction_threshold, 0.001))
+		return "rows written since";
 	return NULL;
 }
 
