@@ -10,9 +10,11 @@ OBJS = \
 	src/admin/alter.o \
 	src/admin/register.o \
 	src/admin/register_partitioned.o \
+	src/admin/settings.o \
 	src/admin/unregister.o \
 	src/archive/archive_writer.o \
 	src/archive/compact.o \
+	src/archive/compact_due.o \
 	src/archive/key_sample.o \
 	src/archive/loose.o \
 	src/archive/mover.o \

@@ -31,7 +31,7 @@
 #include "utils/typcache.h"
 
 #include "archive_cluster.h"
-#include "admin/register.h"
+#include "admin/settings.h"
 #include "registry/tiers.h"
 #include "base/util.h"
 #include "registry/config.h"

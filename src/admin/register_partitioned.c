@@ -26,7 +26,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "admin/register.h"
+#include "admin/register_partitioned.h"
+#include "admin/settings.h"
 #include "base/cluster_index.h"
 #include "base/util.h"
 #include "registry/config.h"

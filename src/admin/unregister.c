@@ -42,7 +42,7 @@
 #include "utils/typcache.h"
 
 #include "archive_cluster.h"
-#include "admin/register.h"
+#include "admin/register_partitioned.h"
 #include "registry/replication.h"
 #include "table/table_mode.h"
 #include "registry/tiers.h"

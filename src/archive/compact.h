@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * compact.h
- *		Compaction of a registered table's archive (compact.c).
+ *		Compaction of a registered table's archive (compact.c), and what it
+ *		measures before it starts (compact_due.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +15,8 @@
 extern void ac_check_immediate_unique(Relation rel, const char *hint);
 extern double ac_archive_row_bytes(Oid relation, Relation arc);
 extern double ac_compactable_share(AcTableConfig *cfg);
+extern void ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols,
+									Oid *ops, Oid *colls, bool *nullsfirst);
 extern void ac_compact_table(AcTableConfig *cfg, bool force, bool wait_replicas, const char *started_by,
 							 AcRunResult *res);
 

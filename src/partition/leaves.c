@@ -257,9 +257,24 @@ ac_leaf_closed(AcPartitionedConfig *cfg, Oid leaf, bool check_rows)
 	return AC_OPEN;
 }
 
+/* Is relid a table of the heap access method (not dropped meanwhile)? */
+static bool
+ac_is_heap(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		heap;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	heap = ((Form_pg_class) GETSTRUCT(tup))->relam == HEAP_TABLE_AM_OID;
+	ReleaseSysCache(tup);
+	return heap;
+}
+
 /*
  * The leaves of cfg's partitioned table (AcLeaf, closed_by not set), from
- * pg_inherits without locks, in the order of their OIDs.
+ * pg_inherits without locks, in the order of their OIDs: the partitions of
+ * the heap access method (not foreign tables, nor tables of another).
  */
 List *
 ac_partition_leaves(AcPartitionedConfig *cfg)
@@ -281,7 +296,7 @@ ac_partition_leaves(AcPartitionedConfig *cfg)
 
 			if (relkind == RELKIND_PARTITIONED_TABLE)
 				parents = lappend_oid(parents, child);
-			else if (relkind == RELKIND_RELATION)
+			else if (relkind == RELKIND_RELATION && ac_is_heap(child))
 			{
 				AcLeaf	   *l = palloc0(sizeof(AcLeaf));
 

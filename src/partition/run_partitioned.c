@@ -17,6 +17,9 @@
  *		  more, as compaction measures an archive, once VACUUM has removed
  *		  the index entries of the rows the last pass moved;
  *		- force.
+ *		A closed leaf that a logical replication subscription writes into
+ *		(or into a table above it) is left alone, unless
+ *		archive_cluster.allow_on_subscriber.
  *		Each pass is recorded in the run history (kind 'pass', the leaf
  *		in its detail).  The call stops when a pass gives way: every leaf
  *		it passed stays locked until it commits, so it looks for waiters on
@@ -55,6 +58,7 @@
 #include "partition/run_partitioned.h"
 #include "registry/config.h"
 #include "registry/partitioned.h"
+#include "registry/replication.h"
 
 /* keys sampled to decide whether a settled leaf needs another pass */
 #define AC_LEAF_SAMPLE_KEYS 100
@@ -155,14 +159,27 @@ ac_leaf_vacuumed_at(Oid leaf)
 	return result;
 }
 
-/* Why a pass over this leaf is due (a closed one), or NULL if it is not. */
+/*
+ * Why a pass over this leaf is due (a closed one), or NULL if it is not;
+ * *subscribed (if not NULL): not, because a subscription writes into it.
+ */
 const char *
-ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force)
+ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed)
 {
 	AcLeafState st;
+	Oid			target;
 
+	if (subscribed)
+		*subscribed = false;
 	if (ac_leaf_closed(cfg, leaf, true) == AC_OPEN)
 		return NULL;
+	/* a subscription's target is left alone, as a registered table's tiers */
+	if (!archive_cluster_allow_on_subscriber && ac_leaf_subscription(leaf, &target) != NULL)
+	{
+		if (subscribed)
+			*subscribed = true;
+		return NULL;
+	}
 	ac_leaf_state(leaf, &st);
 	if (st.resume_at != NULL)
 		return "resumed";
@@ -216,6 +233,8 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 	List	   *held = NIL;
 	ListCell   *lc;
 	int			passed = 0;
+	int			nsubscribed = 0;
+	bool		subscribed;
 	bool		gave_way = false;
 
 	memset(res, 0, sizeof(*res));
@@ -240,7 +259,9 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			gave_way = true;
 			break;
 		}
-		why = ac_leaf_due(cfg, l->leaf, force);
+		why = ac_leaf_due(cfg, l->leaf, force, &subscribed);
+		if (subscribed)
+			nsubscribed++;
 		if (why == NULL)
 			continue;
 
@@ -289,6 +310,11 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			break;
 		}
 	}
+	if (nsubscribed > 0)
+		ereport(NOTICE,
+				(errmsg("skipping %d partitions of \"%s\": a logical replication subscription writes into them",
+						nsubscribed, get_rel_name(cfg->relation)),
+				 errhint("Cluster the partitions on the publisher; see archive_cluster.allow_on_subscriber.")));
 	res->finished = GetCurrentTimestamp();
 	if (gave_way)
 		res->status = "gave way";

@@ -240,61 +240,101 @@ ac_refuse_if_half_published(AcTableConfig *cfg)
  * archive_cluster.allow_on_subscriber), or when the publications of this
  * database replicate the leaf's deletes without its inserts (subscribers
  * would lose the rows) or its inserts without its deletes (they would get
- * them twice).  With publish_via_partition_root, the server decides this
+ * them twice), each publication on its own (a subscriber may take one of
+ * them only).  With publish_via_partition_root, the server decides this
  * from the partitioned table's publications, and so does this.
  */
+/*
+ * The name of a subscription that writes into leaf or a table above it, and
+ * in *target that table; NULL when none does.
+ */
+char *
+ac_leaf_subscription(Oid leaf, Oid *target)
+{
+	List	   *ancestors = get_partition_ancestors(leaf);
+	ListCell   *lc;
+	char	   *subname;
+
+	*target = leaf;
+	subname = ac_subscription_of(leaf);
+	foreach(lc, ancestors)
+	{
+		if (subname != NULL)
+			break;
+		*target = lfirst_oid(lc);
+		subname = ac_subscription_of(*target);
+	}
+	return subname;
+}
+
+/*
+ * The publications that publish leaf's changes: those of the leaf and of
+ * the tables above it (a publication of a partitioned table publishes its
+ * partitions, under their names or its own), of their schemas, and FOR ALL
+ * TABLES.
+ */
+static List *
+ac_leaf_publications(Oid leaf)
+{
+	List	   *rels = lcons_oid(leaf, get_partition_ancestors(leaf));
+	List	   *pubs = ac_all_tables_publications(leaf);
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		pubs = list_concat_unique_oid(pubs, ac_relation_publications(relid));
+		pubs = list_concat_unique_oid(pubs, GetSchemaPublications(get_rel_namespace(relid)));
+	}
+	return pubs;
+}
+
 void
 ac_refuse_leaf_moves_lost(Oid leaf, Oid root)
 {
 	PublicationActions acts;
 	char	   *subname = NULL;
-	char	   *pubname;
 	Oid			target = leaf;
+	ListCell   *lc;
 
 	if (!archive_cluster_allow_on_subscriber)
-	{
-		List	   *ancestors = get_partition_ancestors(leaf);
-		ListCell   *lc;
-
-		subname = ac_subscription_of(leaf);
-		foreach(lc, ancestors)
-		{
-			if (subname != NULL)
-			break;
-			target = lfirst_oid(lc);
-			subname = ac_subscription_of(target);
-		}
-	}
+		subname = ac_leaf_subscription(leaf, &target);
 	if (subname != NULL)
 		ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("cannot move rows of \"%s\": \"%s\" is a logical replication target",
-					get_rel_name(leaf), get_rel_name(target)),
-			 errdetail("Subscription \"%s\" writes into \"%s\".", subname, get_rel_name(target)),
-			 errhint("Cluster the partitions on the publisher: its passes replicate here. To move rows here anyway, a superuser can set archive_cluster.allow_on_subscriber.")));
-	acts = ac_published_actions(leaf);
-	if (acts.pubinsert == acts.pubdelete)
-		return;
-	pubname = ac_publication_of(leaf);
-	if (pubname == NULL)
-	{
-		List	   *ancestors = get_partition_ancestors(leaf);
-		ListCell   *lc;
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot move rows of \"%s\": \"%s\" is a logical replication target",
+						get_rel_name(leaf), get_rel_name(target)),
+				 errdetail("Subscription \"%s\" writes into \"%s\".", subname, get_rel_name(target)),
+				 errhint("Cluster the partitions on the publisher: its passes replicate here. To move rows here anyway, a superuser can set archive_cluster.allow_on_subscriber.")));
 
-		foreach(lc, ancestors)
-		{
-			pubname = ac_publication_of(lfirst_oid(lc));
-			if (pubname != NULL)
-			break;
-		}
+	/* each publication on its own: its subscribers get all of a pass or none */
+	foreach(lc, ac_leaf_publications(leaf))
+	{
+		Publication *pub = GetPublication(lfirst_oid(lc));
+
+		if (pub->pubactions.pubinsert != pub->pubactions.pubdelete)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates its %s but not its %s",
+							get_rel_name(leaf), pub->name,
+							pub->pubactions.pubdelete ? "deletes" : "inserts",
+							pub->pubactions.pubdelete ? "inserts" : "deletes"),
+					 errdetail("A pass deletes each row and inserts it again; that publication's subscribers would receive half of that."),
+					 errhint("Publish both inserts and deletes of \"%s\" in each of its publications, or neither.",
+							 get_rel_name(root))));
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates its %s but not its %s",
-					get_rel_name(leaf), pubname ? pubname : "?",
-					acts.pubdelete ? "deletes" : "inserts", acts.pubdelete ? "inserts" : "deletes"),
-			 errdetail("A pass deletes each row and inserts it again; subscribers would receive half of that."),
-			 errhint("Publish both inserts and deletes of \"%s\", or neither.", get_rel_name(root))));
+	/* and all of them together, as the server decides what it publishes */
+	acts = ac_published_actions(leaf);
+	if (acts.pubinsert != acts.pubdelete)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot move rows of \"%s\": its publications replicate its %s but not its %s",
+						get_rel_name(leaf), acts.pubdelete ? "deletes" : "inserts",
+						acts.pubdelete ? "inserts" : "deletes"),
+				 errdetail("A pass deletes each row and inserts it again; subscribers would receive half of that."),
+				 errhint("Publish both inserts and deletes of \"%s\" in each of its publications, or neither.",
+						 get_rel_name(root))));
 }
 
 /*

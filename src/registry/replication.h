@@ -24,6 +24,7 @@ extern char *ac_subscription_into(AcTableConfig *cfg, Oid *tier);
 extern bool ac_subscribed_skip(AcTableConfig *cfg);
 extern void ac_refuse_if_subscribed(AcTableConfig *cfg);
 extern void ac_refuse_if_half_published(AcTableConfig *cfg);
+extern char *ac_leaf_subscription(Oid leaf, Oid *target);
 extern void ac_refuse_leaf_moves_lost(Oid leaf, Oid root);
 extern void ac_unregister_check(AcTableConfig *cfg, AcUnregisterPub *pub);
 extern void ac_unregister_check_emptied(AcTableConfig *cfg);

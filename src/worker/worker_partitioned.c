@@ -11,6 +11,8 @@
  *		the next turn then moves the rows to the front, and the VACUUM
  *		after that truncates the leaf.  A pass that fails is a WARNING,
  *		recorded in the run history (kind 'pass'); the other leaves go on.
+ *		Leaves a logical replication subscription writes into are left
+ *		alone (ac_leaf_due), as a registered table's tiers are.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,7 +67,7 @@ ac_worker_due_leaves(void)
 			{
 				AcLeaf	   *l = lfirst(ll);
 
-				if (ac_leaf_due(&cfg, l->leaf, false) != NULL)
+				if (ac_leaf_due(&cfg, l->leaf, false, NULL) != NULL)
 				{
 					MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
 					AcDueLeaf  *d = palloc(sizeof(AcDueLeaf));
@@ -104,7 +106,7 @@ ac_worker_pass_leaf(AcDueLeaf *d)
 
 		ac_begin("archive_cluster: clustering a partition");
 		if (ac_load_partitioned(d->root, &cfg) && get_rel_name(d->leaf) != NULL &&
-			(why = ac_leaf_due(&cfg, d->leaf, false)) != NULL)
+			(why = ac_leaf_due(&cfg, d->leaf, false, NULL)) != NULL)
 		{
 			name = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(d->leaf));
 			ac_pool_worker_activity(AC_ACT_ARCHIVING, d->root);

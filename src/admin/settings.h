@@ -1,14 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * register.h
- *		Checks of a registered table's settings, shared by
- *		archive_cluster_register(), its partitioned tables'
- *		(register_partitioned.c) and archive_cluster_alter().
+ * settings.h
+ *		Checks of a registered table's settings (settings.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ARCHIVE_CLUSTER_REGISTER_H
-#define ARCHIVE_CLUSTER_REGISTER_H
+#ifndef ARCHIVE_CLUSTER_SETTINGS_H
+#define ARCHIVE_CLUSTER_SETTINGS_H
 
 #include "utils/array.h"
 #include "utils/rel.h"
@@ -21,9 +19,4 @@ extern void ac_check_cluster_columns(Relation rel, char **cluster_by, int nclust
 extern void ac_check_batch_rows(int64 batch_rows, const char *hint);
 extern void ac_check_hot_window(Interval *hot_window);
 
-extern void ac_register_partitioned(Oid relid, ArrayType *cluster_by_arr, char **cluster_by,
-								   int ncluster, const char *age_column, Interval *hot_window,
-								   int timeout_ms);
-extern bool ac_unregister_partitioned(Oid relid, int timeout_ms);
-
-#endif							/* ARCHIVE_CLUSTER_REGISTER_H */
+#endif							/* ARCHIVE_CLUSTER_SETTINGS_H */
