@@ -445,7 +445,7 @@ is($stat{'reporter.wrong_counts'}, 0, "the reports always counted day 4's rows r
 
 my @closed = split /\n/, $node->safe_psql(
 	'postgres', q{
-SELECT leaf::text || '|' || passes || '|' || (settled_at IS NOT NULL) || '|' || resumes || '|' || closed_by
+SELECT leaf, passes, settled_at IS NOT NULL, resumes, closed_by
 FROM archive_cluster_partitions('events') WHERE closed ORDER BY leaf::text});
 my %by_name = reverse %leaf;
 my @report;
