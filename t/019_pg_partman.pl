@@ -4,8 +4,8 @@
 #
 # events (id, cid, ts, pad) partitioned by day on ts through
 # partman.create_parent() (a DEFAULT partition, two days premade), an index
-# on (cid, ts) and one on id on the parent; seven past days of 12,000 rows
-# each, interleaved over 200 customers (so each customer's 60 rows of a day
+# on (cid, ts) and one on id on the parent; seven past days of 6,000 rows
+# each, interleaved over 100 customers (so each customer's 60 rows of a day
 # are on 60 pages).  Every row written is also written, in the same
 # statement, into a ledger (a plain table), so that the expected content is
 # known whatever commits when.
@@ -19,7 +19,7 @@
 #     update finding no row is counted as missed);
 #   a report: a customer's count and sum over the whole table, its count and
 #     the day's count in a closed day nothing else writes (always 60 and
-#     12,000: wrong counts are counted);
+#     6,000: wrong counts are counted);
 #   a backfill: rows into closed days, through the partitioned table.
 # Meanwhile the table is registered, and the worker (enabled, naptime 1)
 # passes the closed leaves by itself; this script calls pg_partman's
@@ -41,11 +41,14 @@
 #   - each closed leaf that remains was passed by the worker (settled, not
 #     resuming, a 'pass' row started by the worker in the run history), and
 #     each customer's rows are on few pages: at most 1.5 times the ideal
-#     plus one, and a third of before at most;
+#     plus one, and a third of before at most (rows backfilled or updated
+#     after its last pass are where they were written: the worker passes a
+#     settled leaf again only once they loosen its keys past
+#     archive_cluster.compaction_threshold);
 #   - the partitions that premake created after the registration are listed
 #     by archive_cluster_partitions() with no call;
-#   - the dropped leaves left no row in archive_cluster_leaves (they had
-#     one), nor did anything else;
+#   - the dropped leaves left no row in archive_cluster_leaves (two of them
+#     surely had one), nor did anything else;
 #   - amcheck (verify_heapam, bt_index_check heapallindexed) of every leaf.
 use strict;
 use warnings;
@@ -80,9 +83,18 @@ if ($partman_version !~ /^4\./)
 my $amcheck = !$ENV{ARCHIVE_CLUSTER_NO_AMCHECK};
 diag('no amcheck in this installation: its checks are left out') unless $amcheck;
 
+# The days are counted from the day (UTC) the rows are made, and retention
+# from now(): the test does not straddle midnight
+my $to_midnight = 86400 - time % 86400;
+if ($to_midnight < 120)
+{
+	diag(sprintf('%.0f s to midnight (UTC): waiting for the next day', $to_midnight));
+	sleep($to_midnight + 1);
+}
+
 my $days = 7;              # past days filled
-my $per_day = 12000;       # rows per past day
-my $customers = 200;
+my $per_day = 6000;        # rows per past day
+my $customers = 100;
 my $workload_secs = 30;
 
 # --- the table, pg_partman, the rows, the ledger, the workload's procedures
@@ -102,7 +114,7 @@ CREATE INDEX events_id ON events (id);
 SELECT partman.create_parent(p_parent_table => 'public.events', p_control => 'ts',
 	p_type => 'native', p_interval => 'daily', p_premake => 2,
 	p_start_partition => (SELECT to_char(day0 - interval '$days days', 'YYYY-MM-DD HH24:MI:SS') FROM wl_t0));
--- day d ago: ids d * 1000000 + g, one row every 7.2 s, customer g % 200
+-- day d ago: ids d * 1000000 + g, one row every 14.4 s, customer g % 100
 INSERT INTO events SELECT d * 1000000 + g, g % $customers,
 	(SELECT day0 FROM wl_t0) - d * interval '1 day' + g * (interval '1 day' / $per_day),
 	repeat(md5((d * 1000000 + g)::text), 3)
@@ -123,19 +135,23 @@ CREATE TABLE wl_log (at timestamptz DEFAULT clock_timestamp(), what text);
 CREATE PROCEDURE wl_writer(me text) LANGUAGE plpgsql AS \$\$
 DECLARE
 	n bigint := 0;
+	t timestamptz;
+	max_ms float8 := 0;
 BEGIN
 	WHILE NOT (SELECT stop FROM wl_ctl) LOOP
+		t := clock_timestamp();
 		WITH ins AS (
 			INSERT INTO events
 			SELECT nextval('wl_id'), floor(random() * $customers)::int,
 				now() - random() * interval '10 min', repeat(md5(random()::text), 3)
 			FROM generate_series(1, 5) RETURNING *)
 		INSERT INTO ledger SELECT * FROM ins;
+		max_ms := greatest(max_ms, 1000 * extract(epoch FROM clock_timestamp() - t));
 		n := n + 5;
 		COMMIT;
 		PERFORM pg_sleep(0.02);
 	END LOOP;
-	INSERT INTO wl_stats VALUES (me, 'rows', n);
+	INSERT INTO wl_stats VALUES (me, 'rows', n), (me, 'max_ms', max_ms);
 END
 \$\$;
 
@@ -154,6 +170,8 @@ DECLARE
 	done bigint;
 	tries int;
 	old boolean;
+	t timestamptz;
+	max_ms float8 := 0;
 BEGIN
 	WHILE NOT (SELECT stop FROM wl_ctl) LOOP
 		old := random() < 0.3;
@@ -166,12 +184,14 @@ BEGIN
 		IF FOUND THEN
 			tries := 0;
 			LOOP
+				t := clock_timestamp();
 				BEGIN
 					WITH u AS (
 						UPDATE events SET pad = repeat(md5(random()::text), 3)
 						WHERE id = target AND ts = target_ts RETURNING id, pad)
 					UPDATE ledger l SET pad = u.pad FROM u WHERE l.id = u.id;
 					GET DIAGNOSTICS done = ROW_COUNT;
+					max_ms := greatest(max_ms, 1000 * extract(epoch FROM clock_timestamp() - t));
 					IF done = 1 THEN
 						n_upd := n_upd + 1;
 						IF old THEN
@@ -183,6 +203,7 @@ BEGIN
 					END IF;
 					EXIT;
 				EXCEPTION WHEN serialization_failure THEN
+					max_ms := greatest(max_ms, 1000 * extract(epoch FROM clock_timestamp() - t));
 					n_40001 := n_40001 + 1;
 					tries := tries + 1;
 					IF tries >= 20 THEN
@@ -196,7 +217,8 @@ BEGIN
 		PERFORM pg_sleep(0.005);
 	END LOOP;
 	INSERT INTO wl_stats VALUES ('updater', 'updates', n_upd), ('updater', 'old_updates', n_old),
-		('updater', '40001', n_40001), ('updater', 'missed', n_miss), ('updater', 'gave_up', n_gave_up);
+		('updater', '40001', n_40001), ('updater', 'missed', n_miss), ('updater', 'gave_up', n_gave_up),
+		('updater', 'max_ms', max_ms);
 END
 \$\$;
 
@@ -210,9 +232,12 @@ DECLARE
 	c int;
 	k bigint;
 	s bigint;
+	t timestamptz;
+	max_ms float8 := 0;
 BEGIN
 	WHILE NOT (SELECT stop FROM wl_ctl) LOOP
 		c := floor(random() * $customers)::int;
+		t := clock_timestamp();
 		SELECT count(*), sum(length(pad)) INTO k, s FROM events WHERE cid = c;
 		SELECT count(*) INTO k FROM events
 		WHERE cid = c AND ts >= d0 - interval '4 days' AND ts < d0 - interval '3 days';
@@ -225,11 +250,13 @@ BEGIN
 			bad := bad + 1;
 			INSERT INTO wl_log (what) VALUES (format('report: day 4 has %s rows', k));
 		END IF;
+		max_ms := greatest(max_ms, 1000 * extract(epoch FROM clock_timestamp() - t));
 		n := n + 1;
 		COMMIT;
 		PERFORM pg_sleep(0.01);
 	END LOOP;
-	INSERT INTO wl_stats VALUES ('reporter', 'reports', n), ('reporter', 'wrong_counts', bad);
+	INSERT INTO wl_stats VALUES ('reporter', 'reports', n), ('reporter', 'wrong_counts', bad),
+		('reporter', 'max_ms', max_ms);
 END
 \$\$;
 
@@ -239,20 +266,24 @@ DECLARE
 	d0 timestamptz := (SELECT day0 FROM wl_t0);
 	n bigint := 0;
 	d int;
+	t timestamptz;
+	max_ms float8 := 0;
 BEGIN
 	WHILE NOT (SELECT stop FROM wl_ctl) LOOP
 		d := 1 + floor(random() * 3)::int;
+		t := clock_timestamp();
 		WITH ins AS (
 			INSERT INTO events
 			SELECT nextval('wl_bf_id'), floor(random() * $customers)::int,
 				d0 - d * interval '1 day' + random() * interval '23 hours', repeat(md5(random()::text), 3)
 			RETURNING *)
 		INSERT INTO ledger SELECT * FROM ins;
+		max_ms := greatest(max_ms, 1000 * extract(epoch FROM clock_timestamp() - t));
 		n := n + 1;
 		COMMIT;
-		PERFORM pg_sleep(0.1);
+		PERFORM pg_sleep(0.2);
 	END LOOP;
-	INSERT INTO wl_stats VALUES ('backfill', 'rows', n);
+	INSERT INTO wl_stats VALUES ('backfill', 'rows', n), ('backfill', 'max_ms', max_ms);
 END
 \$\$;
 
@@ -319,14 +350,18 @@ my $registered = time;
 
 # one call of pg_partman's maintenance (with $sql before it, in its own
 # transaction), then a VACUUM of the leaves (what autovacuum would do)
+my ($maintenance_calls, $maintenance_max) = (0, 0);
 sub maintenance
 {
 	my ($sql) = @_;
+	my $t = time;
 	$node->safe_psql('postgres',
 		"SET client_min_messages = warning;\n"
 		  . ($sql // '')
 		  . "CALL partman.run_maintenance_proc();\n"
 		  . "VACUUM (SKIP_LOCKED, TRUNCATE false) events;\n");
+	$maintenance_calls++;
+	$maintenance_max = time - $t if time - $t > $maintenance_max;
 }
 
 # retention dropping day $d ago (and older): whether it had a row in
@@ -524,8 +559,15 @@ diag("workload: "
 	  . "; writers $stat{'writer1.rows'} + $stat{'writer2.rows'} rows, backfill $stat{'backfill.rows'} rows, "
 	  . "$stat{'updater.updates'} updates ($stat{'updater.old_updates'} in closed days, $stat{'updater.40001'} times 40001), "
 	  . "$stat{'reporter.reports'} reports");
+diag("longest statement (ms): writers $stat{'writer1.max_ms'}, $stat{'writer2.max_ms'}; updater $stat{'updater.max_ms'}; "
+	  . "reports $stat{'reporter.max_ms'}; backfill $stat{'backfill.max_ms'}; "
+	  . sprintf('%d maintenance calls (with VACUUM), longest %.0f', $maintenance_calls, 1000 * $maintenance_max));
 diag("rows: $rows (count:checksum), $dropped_rows dropped by retention");
 diag("passes: $runs");
+diag("the passes:\n" . $node->safe_psql('postgres', q{
+SELECT string_agg(to_char(started_at, 'HH24:MI:SS.MS') || ' ' || started_by || ' ' || duration || ' ' || rows_moved || ' rows, '
+	|| rows_busy || ' busy: ' || split_part(detail, ';', 1), E'\n' ORDER BY run_id)
+FROM archive_cluster_runs WHERE relation = 'events'::regclass AND kind = 'pass'}));
 diag("drops: " . join(', ', map { "$leaf{$_} (had state: $had_state{$_})" } (7, 6, 5)));
 diag($node->safe_psql('postgres', "SELECT string_agg(to_char(at, 'HH24:MI:SS.MS') || ' ' || what, E'\n' ORDER BY at) FROM wl_log"));
 diag(join("\n", @report));
