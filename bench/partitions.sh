@@ -372,6 +372,17 @@ sizes pt_ac "after the first passes"
 vacuums pt_ac vacuum1
 passes pass2
 vacuums pt_ac vacuum2
+# what the pass to the front wrote past the end of the file it found (the
+# pass's rows less the empty pages at the front): what keeps the VACUUM
+# after it from truncating the partition
+echo "leaf,filled_pages,pages_before_pass2,pages_after,rows_past_the_end,pages_past_the_end" > "$out/spill.csv"
+for leaf in $(q -c "SELECT leaf FROM part_leaves('pt_ac') WHERE closed"); do
+	before=$(awk -F, -v l="$leaf" '$2 == l && $3 == "vacuum1" { print $6 }' "$out/converge.csv")
+	filled=$(awk -F, -v l="$leaf" '$1 == "pt_ac" && $2 == l { print $5 }' "$out/leaves.csv")
+	echo "$leaf,$filled,$before,$(q -F , -c "SELECT pg_relation_size('$leaf') / 8192,
+		(SELECT count(*) FROM $leaf WHERE (ctid::text::point)[0] >= $before),
+		(SELECT count(DISTINCT (ctid::text::point)[0]) FROM $leaf WHERE (ctid::text::point)[0] >= $before)")" >> "$out/spill.csv"
+done
 # converged: nothing is due any more
 passes pass3
 log "   converged in $(secs_since "$t0") s"
@@ -395,8 +406,7 @@ for leaf in $(q -c "SELECT leaf FROM part_leaves('pt_cl') WHERE closed"); do
 done
 vacuums pt_cl vacuum
 q -c "ANALYZE pt_cl"
-sizes pt_cl converged
-sizes pt_plain converged
+sizes pt_cl clustered
 log "   done in $(secs_since "$t0") s"
 q -c "CHECKPOINT"
 
@@ -487,16 +497,29 @@ jobs_loop() {	# jobs_loop JOBFILE SQL: SQL back to back while pgbench ($pgb) run
 		echo "$t0,$t1,$res" >> "$1"
 	done
 }
-echo "round,table,window,inserts,failed,avg_ms,p50_ms,p99_ms,jobs,job_seconds,paced_s,jobs_result" > "$out/p99.csv"
+waits_start() {	# waits_start LABEL: what the inserting sessions wait for, from 2 s in to 1 s before pgbench ends
+	(sleep 2; q -c "CALL part_sample_waits('$1', $secs - 3)" >/dev/null) &
+	waiter=$!
+	bg_pids+=("$waiter")
+}
+waits_of() {	# waits_of LABEL: the most frequent waits, as shares of the samples
+	q -c "SELECT coalesce(string_agg(w || ' ' || pct || '%', '; ' ORDER BY n DESC), '')
+		FROM (SELECT wait AS w, count(*) AS n, round(100.0 * count(*) / sum(count(*)) OVER ())::int AS pct
+			  FROM part_waits WHERE label = '$1' GROUP BY 1) s" \
+		| sed 's/"//g'
+}
+echo "round,table,window,inserts,failed,avg_ms,p50_ms,p99_ms,jobs,job_seconds,paced_s,jobs_result,waits" > "$out/p99.csv"
 p99_one() {	# p99_one ROUND TABLE
 	local r=$1 tbl=$2 label jf sql w0 st line nj js paced="" res
 	# without a job
 	label="p99_r${r}_${tbl}_none"
 	q -c "CHECKPOINT"
 	inserts "$label" "$tbl"
+	[ "$secs" -le 3 ] || waits_start "$label"
 	wait "$pgb" || { cat "$raw/$label.out"; die "pgbench failed: $raw/$label.out"; }
+	[ "$secs" -le 3 ] || wait "$waiter" || true
 	st=$("$PY" "$here/lib/part_report.py" p99 "$raw/$label")
-	echo "$r,$tbl,none,$st,0,,," >> "$out/p99.csv"
+	echo "$r,$tbl,none,$st,0,,,,\"$(waits_of "$label")\"" >> "$out/p99.csv"
 	# during jobs
 	label="p99_r${r}_${tbl}_job"
 	jf="$raw/$label.jobs"
@@ -509,8 +532,10 @@ p99_one() {	# p99_one ROUND TABLE
 	q -c "CHECKPOINT"
 	w0=$(q -c "SELECT now()")
 	inserts "$label" "$tbl"
+	[ "$secs" -le 3 ] || waits_start "$label"
 	jobs_loop "$jf" "$sql"
 	wait "$pgb" || { cat "$raw/$label.out"; die "pgbench failed: $raw/$label.out"; }
+	[ "$secs" -le 3 ] || wait "$waiter" || true
 	st=$("$PY" "$here/lib/part_report.py" p99 "$raw/$label" "$jf")
 	nj=$(wc -l < "$jf")
 	js=$(awk -F, '{ s += $2 - $1 } END { printf "%.1f", s }' "$jf")
@@ -522,8 +547,8 @@ p99_one() {	# p99_one ROUND TABLE
 			substring(detail from '^leaf [^ ]* \(([^)]*)\)'), ', ') FROM archive_cluster_runs
 			WHERE relation = 'pt_ac'::regclass AND kind = 'pass' AND started_at >= '$w0'"))"
 	fi
-	echo "$r,$tbl,job,$st,$nj,$js,$paced,\"$res\"" >> "$out/p99.csv"
-	log "   round $r: $tbl: p99 $(awk -F, -v r="$r" -v t="$tbl" '$1 == r && $2 == t && $3 == "none" { print $8 }' "$out/p99.csv") ms without a job, $(echo "$st" | cut -d, -f5) ms during $nj jobs ($js s${paced:+, paced $paced s}: $res)"
+	echo "$r,$tbl,job,$st,$nj,$js,$paced,\"$res\",\"$(waits_of "$label")\"" >> "$out/p99.csv"
+	log "   round $r: $tbl: p99 $(awk -F, -v r="$r" -v t="$tbl" '$1 == r && $2 == t && $3 == "none" { print $8 }' "$out/p99.csv") ms without a job, $(echo "$st" | cut -d, -f5) ms during $nj jobs ($js s${paced:+, paced $paced s}: $res); the inserts waited for: $(waits_of "$label")"
 	# the dead rows of the jobs, and the inserts' own
 	q -c "VACUUM $tbl"
 }

@@ -115,3 +115,19 @@ LANGUAGE sql AS $$
 	SELECT sum(pg_relation_size(leaf)) / 8192, sum(pg_indexes_size(leaf)) / 8192
 	FROM part_leaves(tbl) WHERE closed = want_closed
 $$;
+
+-- What the inserting sessions (pgbench) wait for: one row per session and
+-- 50-ms sample, for secs seconds.
+CREATE TABLE part_waits (label text NOT NULL, wait text NOT NULL);
+CREATE PROCEDURE part_sample_waits(p_label text, secs float8) LANGUAGE plpgsql AS $$
+DECLARE
+	t_end timestamptz := clock_timestamp() + secs * interval '1 second';
+BEGIN
+	WHILE clock_timestamp() < t_end LOOP
+		INSERT INTO part_waits
+		SELECT p_label, coalesce(wait_event_type || ':' || wait_event, 'CPU (no wait event)')
+		FROM pg_stat_activity WHERE application_name = 'pgbench' AND state = 'active';
+		COMMIT;		-- a fresh pg_stat_activity snapshot next time
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;

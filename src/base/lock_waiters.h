@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * lock_waiters.h
- *		Is another session waiting for a lock on a relation
- *		(lock_waiters.c).
+ *		Is another session waiting for a lock on a relation, or for this
+ *		transaction (lock_waiters.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,5 +12,6 @@
 #include "postgres.h"
 
 extern bool ac_relation_has_waiters(Oid relid);
+extern bool ac_xact_has_waiters(void);
 
 #endif							/* ARCHIVE_CLUSTER_LOCK_WAITERS_H */

@@ -24,10 +24,12 @@
  *		Locks: ROW EXCLUSIVE on the leaf alone (when granted at once), none
  *		on the partitioned table, so that DDL on other leaves goes on.  A
  *		DROP or DETACH of this leaf, or an ATTACH of a DEFAULT partition
- *		beside it, waits for it: between pages the pass looks for a session
- *		waiting for a lock on the leaf and, if one does, stops there, its
- *		rows written; the caller commits, and the waiter waited for a page
- *		and a commit.  It records the first cluster column's value it
+ *		beside it, waits for it, and so does an UPDATE or a foreign key's
+ *		check of a row the pass moved (it waits for the pass's transaction):
+ *		between pages the pass looks for a session waiting for a lock on the
+ *		leaf or for its transaction and, if one does, stops there, its rows
+ *		written; the caller commits, and the waiter waited for a page and a
+ *		commit.  It records the first cluster column's value it
  *		stopped at (archive_cluster_leaves), and the next pass starts there.
  *
  *		Disk: the first pass writes every row onto new pages at the end of
@@ -273,13 +275,15 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 		pass->gave_way = true;
 		return;
 	}
+	/* dropped since the caller looked: nothing to do */
 	rel = try_table_open(leaf, NoLock);
 	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", leaf)));
+	{
+		UnlockRelationOid(leaf, RowExclusiveLock);
+		return;
+	}
 	locked = lappend_oid(list_copy(held), leaf);
-	if (ac_leaves_have_waiters(locked))
+	if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters())
 	{
 		table_close(rel, NoLock);
 		pass->gave_way = true;
@@ -356,7 +360,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 		written = w.rows;
 		ac_progress_rows(written);
 		ac_pause_point("leaf_page", 7);
-		if (ac_leaves_have_waiters(locked))
+		if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters())
 		{
 			bool		isnull;
 			Datum		value = slot_getattr(slot, attnos[0], &isnull);

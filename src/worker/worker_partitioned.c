@@ -6,7 +6,9 @@
  *		is due (partition/run_partitioned.c), each in a transaction of its
  *		own, bounded by archive_cluster.job_timeout, so that a pass holds
  *		its leaf's lock for one pass only, and a DROP or DETACH of another
- *		leaf never waits for it.  The pages a first pass empties are freed
+ *		leaf never waits for it.  A pass that gave way (to a session
+ *		waiting for its leaf or for a row it moved) goes on from where it
+ *		stopped in the next transaction, after the waiter.  The pages a first pass empties are freed
  *		by autovacuum (the pass leaves as many dead rows as the leaf has);
  *		the next turn then moves the rows to the front, and the VACUUM
  *		after that truncates the leaf.  A pass that fails is a WARNING,
@@ -90,12 +92,16 @@ ac_worker_due_leaves(void)
 	return due;
 }
 
-/* Pass one leaf, due again in this transaction; errors recorded. */
-static void
+/*
+ * Pass one leaf, due again in this transaction; errors recorded.  True when
+ * the pass wrote rows and then gave way: the rest of the leaf is due at once.
+ */
+static bool
 ac_worker_pass_leaf(AcDueLeaf *d)
 {
 	TimestampTz started = GetCurrentTimestamp();
 	char	   *volatile name = NULL;
+	volatile bool again = false;
 
 	ac_job_begin(AC_JOB_RUN);
 	PG_TRY();
@@ -120,6 +126,7 @@ ac_worker_pass_leaf(AcDueLeaf *d)
 								name, get_rel_name(d->root), (long long) pass.rows,
 								(GetCurrentTimestamp() - started) / 1000000.0,
 								pass.gave_way ? ", then gave way to a lock request" : "")));
+			again = pass.gave_way && pass.rows > 0;
 		}
 		ac_commit();
 		ac_job_end();
@@ -133,6 +140,7 @@ ac_worker_pass_leaf(AcDueLeaf *d)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	return again;
 }
 
 /*
@@ -147,9 +155,15 @@ ac_worker_partitioned(void)
 
 	foreach(lc, due)
 	{
-		if (ac_slice_over())
-			return true;
-		ac_worker_pass_leaf(lfirst(lc));
+		bool		again;
+
+		/* a pass that gave way goes on in the next transaction, after the waiter */
+		do
+		{
+			if (ac_slice_over())
+				return true;
+			again = ac_worker_pass_leaf(lfirst(lc));
+		} while (again);
 	}
 	return false;
 }
