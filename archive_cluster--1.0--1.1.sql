@@ -148,13 +148,14 @@ CREATE TABLE archive_cluster_leaves (
 	leaf regclass PRIMARY KEY,
 	relation regclass NOT NULL
 		REFERENCES archive_cluster_partitioned ON DELETE CASCADE,
-	resume_at bytea,				-- a pass that gave way: the first cluster
-	resume_type regtype,			-- column's value it stopped at (binary)
+	resume_at bytea,				-- a pass that gave way: the cluster key it
+									-- stopped at, with its types (leaf_pass.c)
 	passes integer NOT NULL DEFAULT 0,
 	rows_rewritten bigint NOT NULL DEFAULT 0,
 	last_pass_at timestamptz,
 	settled_at timestamptz,			-- the last pass that went through to the end
-	settled_blocks bigint			-- the leaf's pages then
+	settled_blocks bigint,			-- the leaf's pages then
+	checked_at timestamptz			-- the VACUUM after which it was last found not due
 );
 CREATE INDEX archive_cluster_leaves_relation ON archive_cluster_leaves (relation);
 

@@ -52,7 +52,7 @@
 #      would wait for its lock otherwise);
 #   7. REPACK (CONCURRENTLY) of PostgreSQL 19: not measured (says why).
 # Prints a Markdown summary to stdout (progress goes to stderr) and writes it
-# (summary.md) with CSVs (meta, leaves, converge, sizes, buffers, mix, p99,
+# (summary.md) with CSVs (meta, leaves, converge, spill, sizes, buffers, mix, p99,
 # rr, runs), pgbench outputs and logs (raw/) and the server's log into --out.
 # As root (it runs the server as postgres); needs no standard input.
 #
@@ -281,18 +281,18 @@ done
 # 3 (measured while building). Converging: pt_ac's passes, pt_cl's CLUSTERs
 # --------------------------------------------------------------------------
 # The database's disk (its directory and the temporary files'), bytes
-disk_now() { du -sb "$pgdata/base/$dboid" "$pgdata/base/pgsql_tmp" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+disk_now() { { du -sb "$pgdata/base/$dboid" "$pgdata/base/pgsql_tmp" 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'; }
 sampler=""
-sampler_start() {	# the most disk_now shows, every 50 ms, into $work/peak
+sampler_start() {	# the most disk_now shows, every 50 ms, into $work/peak (ends with the server at the latest)
 	disk_now > "$work/peak"
 	(
 		m=$(cat "$work/peak")
-		while :; do
+		while kill -0 "$server_pid" 2>/dev/null; do
 			v=$(disk_now)
 			if [ "$v" -gt "$m" ]; then m=$v; echo "$m" > "$work/peak"; fi
 			sleep 0.05
 		done
-	) &
+	) >/dev/null 2>&1 &
 	sampler=$!
 	bg_pids+=("$sampler")
 }

@@ -121,7 +121,7 @@ SELECT count(*) AS leaves FROM archive_cluster_leaves WHERE relation::text <> 'w
 DROP TABLE plain;
 DROP ROLE ac_part_other;
 
--- archive_cluster_run() on a partitioned table: every due closed leaf, recorded
+-- archive_cluster_run() on a partitioned table: the due closed leaves, recorded
 CREATE TABLE pr (id int NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL, pad text)
 	PARTITION BY RANGE (ts);
 CREATE TABLE pr_1 PARTITION OF pr FOR VALUES FROM ('2020-01-01') TO ('2020-01-02');
@@ -132,7 +132,9 @@ INSERT INTO pr SELECT g, g % 20, '2020-01-01'::timestamptz + g * interval '10 s'
 	FROM generate_series(1, 17000) g;
 INSERT INTO pr SELECT g, g % 20, now(), 'hot' FROM generate_series(17001, 17100) g;
 SELECT archive_cluster_register('pr', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+-- one partition per call, unless max_batches says more
 SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr');
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr', max_batches => 5);
 SELECT kind, relation_name, rows_moved, rows_busy, detail ~ '^leaf public\.pr_[12] \(first pass\): \d+ pages; ' AS detail_ok
 	FROM archive_cluster_runs WHERE relation = 'pr'::regclass ORDER BY run_id;
 -- nothing due until VACUUM frees the front half of a leaf; then a pass to the front
@@ -149,6 +151,9 @@ VACUUM pr_2;
 SELECT table_name, status FROM archive_cluster_run('pr');
 INSERT INTO pr SELECT g, g % 20, '2020-01-02'::timestamptz + (g - 20000) * interval '20 s', 'backfill'
 	FROM generate_series(20001, 24000) g;
+-- measured once after each VACUUM (autovacuum's, after so many inserts)
+SELECT table_name, status FROM archive_cluster_run('pr');
+VACUUM pr_2;
 SELECT table_name, status, rows_moved FROM archive_cluster_run('pr');
 SELECT table_name, status FROM archive_cluster_run('pr');
 SELECT detail ~ '^leaf public\.pr_2 \(rows written since\)' AS backfill_passed FROM archive_cluster_runs

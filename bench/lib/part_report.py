@@ -105,9 +105,9 @@ def cmd_summary(out):
     L.append('# Partitioned tables: archive_cluster passes against CLUSTER, per closed partition')
     L.append('')
     L.append('`%s` (%s, %d min %d s; code `%s`; %s; %s cores, %s; shared_buffers %s). One throw-away server, '
-             'one database, three partitioned copies of the same rows side by side.'
+             'one database, three partitioned copies of the same rows side by side. Library: %s.'
              % (meta['command'], meta['date'], dur // 60, dur % 60, meta['git'], meta['postgres'], meta['cores'],
-                meta['cpu'], meta['shared_buffers']))
+                meta['cpu'], meta['shared_buffers'], meta.get('library', '?')))
     L.append('')
     closed = [l for l in leaves if l['table'] == 'pt_plain' and l['closed'] == 't']
     opn = [l for l in leaves if l['table'] == 'pt_plain' and l['closed'] != 't']
@@ -265,11 +265,12 @@ def cmd_summary(out):
         p2 = [r for r in conv if r['leaf'] == r0['leaf'] and r['phase'] == 'pass2']
         L.append('**Not truncated**: after the pass to the front and the VACUUM after it, %d of %d closed partitions '
                  'of pt_ac still have over 1.2x the heap pages they were filled with, and `archive_cluster_run` finds '
-                 'nothing due. E.g. %s: filled on %s pages; the pass to the front found %s pages (the front half '
-                 'empty) and %s; %s rows went onto %s pages past the end of that file, so the VACUUM after it cannot '
-                 'truncate: %s pages now%s. (`spill.csv`, `raw/tail_*.txt`: the rows per 100 blocks.)'
-                 % (len(notr), len(spill), r0['leaf'], r0['filled_pages'], r0['pages_before_pass2'],
-                    (p2[0]['detail'].split(': ', 1)[1].rstrip('; ') + ' written') if p2 and ': ' in p2[0]['detail']
+                 'nothing due. E.g. %s: filled on %s pages; the pass to the front found the file at %s pages, about '
+                 'its first %s empty (what VACUUM freed of the rows as filled), and %s; %s rows went onto %s pages '
+                 'past the end of that file, so the VACUUM after it cannot truncate: %s pages now%s. (`spill.csv`; '
+                 '`raw/tail_*.txt`: the rows per 100 blocks.)'
+                 % (len(notr), len(spill), r0['leaf'], r0['filled_pages'], r0['pages_before_pass2'], r0['filled_pages'],
+                    ('wrote ' + p2[0]['detail'].split(': ', 1)[1].rstrip('; ')) if p2 and ': ' in p2[0]['detail']
                     else 'wrote its rows', r0['rows_past_the_end'], r0['pages_past_the_end'], r0['pages_after'],
                     ('; CLUSTER wrote the same rows on %s pages' % cl[r0['leaf']]['heap_pages_after'])
                     if r0['leaf'] in cl else ''))
@@ -348,7 +349,7 @@ def cmd_summary(out):
     L.append('')
     L.append(meta.get('repack', 'not measured'))
     L.append('')
-    L.append('Raw data: %s (meta, leaves, converge, sizes, buffers, mix, p99, rr, runs CSVs; raw/: pgbench outputs '
+    L.append('Raw data: %s (meta, leaves, converge, spill, sizes, buffers, mix, p99, rr, runs CSVs; raw/: pgbench outputs '
              'and logs, plans, job lists; server.log).' % out)
     with open(os.path.join(out, 'summary.md'), 'w') as f:
         f.write('\n'.join(L) + '\n')

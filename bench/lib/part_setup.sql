@@ -15,19 +15,20 @@ CREATE TABLE part_bench (
 );
 
 -- The seed's rows: ids 1..rows in ts order, spread evenly from t_first to
--- the time of the call, so that the newest partition (from t_open =
--- the hour 12 hours ago, to a day later) holds the last ~12 hours and is
--- open (it holds the hot window, and the inserts of the bench for 12 hours),
--- the days - 1 others are closed (their upper bound 12 hours ago or more);
--- 10,000 customers and pads of 0-200 characters interleaved as the seed's
--- inserts leave them (as bench/lib/seed_table.sql), the same rows every
--- time (setseed).  src is written in id order (one INSERT ... SELECT of
+-- the start of the current hour, so that the newest partition (from t_open =
+-- the hour 12 hours ago, to a day later) holds the last 12 hours and is open
+-- (it holds the hot window, and the inserts of the bench for 12 hours or
+-- more), the days - 1 others are closed (their upper bound 12 hours ago or
+-- more); 10,000 customers and pads of 0-200 characters interleaved as the
+-- seed's inserts leave them (as bench/lib/seed_table.sql).  The same rows,
+-- in the same partitions, every time (setseed; times relative to the hour
+-- of the call).  src is written in id order (one INSERT ... SELECT of
 -- generate_series).
 CREATE PROCEDURE part_src(p_rows bigint, p_days int) LANGUAGE plpgsql AS $$
 DECLARE
 	t_open timestamp := date_trunc('hour', localtimestamp) - interval '12 hours';
 	t_first timestamp := t_open - (p_days - 1) * interval '1 day';
-	t_last timestamp := localtimestamp;
+	t_last timestamp := date_trunc('hour', localtimestamp);
 BEGIN
 	INSERT INTO part_bench VALUES (p_rows, p_days, t_first, t_open);
 	PERFORM setseed(0.5);

@@ -44,6 +44,7 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/nbtree.h"
 #include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -82,46 +83,147 @@
 
 PG_FUNCTION_INFO_V1(archive_cluster_pass_leaf);
 
-/* The value a pass that gave way stopped at, as the column's type; false if none. */
-static bool
-ac_resume_value(AcLeafState *st, Form_pg_attribute att, Datum *value)
+/*
+ * Pages between two insertions of the index entries sorted so far (indexes
+ * not in the cluster key's order): what a pass that gives way still has to
+ * insert before it commits.
+ */
+#define AC_PASS_FINISH_PAGES 256
+
+/* the first key of a pass's advisory lock on its leaf ('ACPL') */
+#define AC_PASS_LOCK_KEY 0x4143504C
+
+/*
+ * The resume point: the cluster key of the row a pass stopped at, each
+ * column as the bytes of its datum (by value: the Datum; varlena: detoasted;
+ * fixed length: its bytes) with its type, so that it means the same whatever
+ * the session's client_encoding or DateStyle.  As an opaque bytea in
+ * archive_cluster_leaves: int32 columns, then per column Oid type, int32
+ * length, bytes.
+ */
+static bytea *
+ac_resume_encode(Relation rel, const AttrNumber *attnos, int n, TupleTableSlot *slot)
 {
 	StringInfoData buf;
-	Oid			recv;
-	Oid			ioparam;
+	bytea	   *result;
+	int			i;
 
-	if (st->resume_at == NULL || st->resume_type != att->atttypid)
-		return false;
-	getTypeBinaryInputInfo(att->atttypid, &recv, &ioparam);
 	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, VARDATA_ANY(st->resume_at), VARSIZE_ANY_EXHDR(st->resume_at));
-	*value = OidReceiveFunctionCall(recv, &buf, ioparam, att->atttypmod);
-	return true;
+	appendBinaryStringInfo(&buf, (char *) &n, sizeof(int32));
+	for (i = 0; i < n; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnos[i] - 1);
+		bool		isnull;
+		Datum		value = slot_getattr(slot, attnos[i], &isnull);
+		int32		len;
+		char	   *bytes;
+
+		if (isnull)
+			return NULL;		/* NULLs sort last: the next pass starts over */
+		if (att->attbyval)
+		{
+			len = sizeof(Datum);
+			bytes = (char *) &value;
+		}
+		else if (att->attlen == -1)
+		{
+			struct varlena *v = pg_detoast_datum((struct varlena *) DatumGetPointer(value));
+
+			len = VARSIZE(v);
+			bytes = (char *) v;
+		}
+		else
+		{
+			len = att->attlen > 0 ? att->attlen : strlen(DatumGetCString(value)) + 1;
+			bytes = DatumGetPointer(value);
+		}
+		appendBinaryStringInfo(&buf, (char *) &att->atttypid, sizeof(Oid));
+		appendBinaryStringInfo(&buf, (char *) &len, sizeof(int32));
+		appendBinaryStringInfo(&buf, bytes, len);
+	}
+	result = palloc(VARHDRSZ + buf.len);
+	SET_VARSIZE(result, VARHDRSZ + buf.len);
+	memcpy(VARDATA(result), buf.data, buf.len);
+	pfree(buf.data);
+	return result;
 }
 
-/* A value of the leaf's first cluster column, to resume at (binary). */
-static bytea *
-ac_resume_encode(Form_pg_attribute att, Datum value)
-{
-	Oid			send;
-	bool		isvarlena;
-
-	getTypeBinaryOutputInfo(att->atttypid, &send, &isvarlena);
-	return OidSendFunctionCall(send, value);
-}
-
-/* Set *key to "first column >= value" in the index's operator family; false if it has none. */
+/*
+ * The cluster key a pass stopped at, into values[]; false when there is
+ * none, or it does not fit the leaf's columns any more (their number or
+ * types changed).
+ */
 static bool
-ac_resume_key(Relation index, Datum value, ScanKey key)
+ac_resume_decode(bytea *resume, Relation rel, const AttrNumber *attnos, int n, Datum *values)
 {
-	Oid			optype = index->rd_opcintype[0];
-	Oid			geop = get_opfamily_member(index->rd_opfamily[0], optype, optype,
-										   BTGreaterEqualStrategyNumber);
+	char	   *p;
+	char	   *end;
+	int32		ncols;
+	int			i;
 
-	if (!OidIsValid(geop))
+	if (resume == NULL)
 		return false;
-	ScanKeyInit(key, 1, BTGreaterEqualStrategyNumber, get_opcode(geop), value);
-	key->sk_collation = index->rd_indcollation[0];
+	p = VARDATA_ANY(resume);
+	end = p + VARSIZE_ANY_EXHDR(resume);
+	if (end - p < (int) sizeof(int32))
+		return false;
+	memcpy(&ncols, p, sizeof(int32));
+	p += sizeof(int32);
+	if (ncols != n)
+		return false;
+	for (i = 0; i < n; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnos[i] - 1);
+		Oid			typid;
+		int32		len;
+
+		if (end - p < (int) (sizeof(Oid) + sizeof(int32)))
+			return false;
+		memcpy(&typid, p, sizeof(Oid));
+		memcpy(&len, p + sizeof(Oid), sizeof(int32));
+		p += sizeof(Oid) + sizeof(int32);
+		if (typid != att->atttypid || len < 0 || end - p < len ||
+			(att->attbyval && len != sizeof(Datum)) || (att->attlen > 0 && !att->attbyval && len != att->attlen))
+			return false;
+		if (att->attbyval)
+			memcpy(&values[i], p, sizeof(Datum));
+		else
+		{
+			char	   *copy = palloc(len);
+
+			memcpy(copy, p, len);
+			values[i] = PointerGetDatum(copy);
+		}
+		p += len;
+	}
+	return p == end;
+}
+
+/*
+ * Set *header (and members[]) to the row comparison "(cluster key) >=
+ * values" in the index's operator families, as the executor builds one for
+ * a RowCompareExpr; false if a family has no comparison function.
+ */
+static bool
+ac_resume_keys(Relation index, int n, const Datum *values, ScanKey header, ScanKey members)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		Oid			optype = index->rd_opcintype[i];
+		/* members compare with the family's three-way support function */
+		Oid			cmpproc = get_opfamily_proc(index->rd_opfamily[i], optype, optype,
+												BTORDER_PROC);
+
+		if (!OidIsValid(cmpproc))
+			return false;
+		ScanKeyEntryInitialize(&members[i], SK_ROW_MEMBER | (i == n - 1 ? SK_ROW_END : 0),
+							   i + 1, BTGreaterEqualStrategyNumber, optype,
+							   index->rd_indcollation[i], cmpproc, values[i]);
+	}
+	ScanKeyEntryInitialize(header, SK_ROW_HEADER, 1, BTGreaterEqualStrategyNumber,
+						   InvalidOid, InvalidOid, InvalidOid, PointerGetDatum(members));
 	return true;
 }
 
@@ -235,10 +337,13 @@ ac_check_leaf(AcPartitionedConfig *cfg, Relation rel)
  * One pass over leaf, a leaf partition of cfg's partitioned table, in the
  * caller's transaction, as the partitioned table's owner.  Errors out if the
  * leaf is not closed or cannot be passed; gives way at once (nothing done)
- * if its lock is not granted at once or someone waits for one.
+ * if its lock is not granted at once, another pass is on it, or someone
+ * waits for the leaves in held or for this transaction; then between pages
+ * for the same, or at deadline (0: none).
  */
 void
-ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
+ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadline,
+			 AcLeafPass *pass)
 {
 	MemoryContext cxt;
 	MemoryContext oldcxt;
@@ -252,9 +357,9 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	ScanKeyData key;
+	ScanKeyData members[AC_MAX_CLUSTER_COLS];
 	int			nkeys = 0;
-	Datum		resume;
-	Form_pg_attribute att;
+	Datum		resume[AC_MAX_CLUSTER_COLS];
 	AttrNumber	attnos[AC_MAX_CLUSTER_COLS];
 	Oid			ops[AC_MAX_CLUSTER_COLS];
 	Oid			colls[AC_MAX_CLUSTER_COLS];
@@ -262,6 +367,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 	int64		written = 0;
 	AcPaceReport report;
 	List	   *locked;
+	LOCKTAG		tag;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
@@ -282,10 +388,18 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 		UnlockRelationOid(leaf, RowExclusiveLock);
 		return;
 	}
+	/* one pass at a time on a leaf (ROW EXCLUSIVE does not conflict with itself) */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_PASS_LOCK_KEY, leaf, 2);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		table_close(rel, RowExclusiveLock);
+		pass->gave_way = true;
+		return;
+	}
 	locked = lappend_oid(list_copy(held), leaf);
 	if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters())
 	{
-		table_close(rel, NoLock);
+		table_close(rel, RowExclusiveLock);
 		pass->gave_way = true;
 		return;
 	}
@@ -315,8 +429,8 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 		ops[i] = lookup_type_cache(a->atttypid, TYPECACHE_LT_OPR)->lt_opr;
 		colls[i] = a->attcollation;
 	}
-	att = TupleDescAttr(RelationGetDescr(rel), attnos[0] - 1);
-	if (ac_resume_value(&st, att, &resume) && ac_resume_key(index, resume, &key))
+	if (ac_resume_decode(st.resume_at, rel, attnos, cfg->ncluster, resume) &&
+		ac_resume_keys(index, cfg->ncluster, resume, &key, members))
 	{
 		nkeys = 1;
 		pass->resumed = true;
@@ -356,17 +470,18 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 		ac_writer_add(&w);
 		if (w.rows == written)
 			continue;
-		/* a page was written: give way to a session waiting for the leaf */
+		/* a page was written */
 		written = w.rows;
 		ac_progress_rows(written);
+		/* the index entries sorted so far, so that stopping costs little */
+		if (w.nblocks % AC_PASS_FINISH_PAGES == 0)
+			ac_writer_finish(&w);
 		ac_pause_point("leaf_page", 7);
-		if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters())
+		/* give way to a session waiting for the leaf or a row, or to the deadline */
+		if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters() ||
+			(deadline != 0 && GetCurrentTimestamp() >= deadline))
 		{
-			bool		isnull;
-			Datum		value = slot_getattr(slot, attnos[0], &isnull);
-
-			if (!isnull)
-				stopped_at = ac_resume_encode(att, value);
+			stopped_at = ac_resume_encode(rel, attnos, cfg->ncluster, slot);
 			pass->gave_way = true;
 			break;
 		}
@@ -389,7 +504,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass)
 	MemoryContextSwitchTo(oldcxt);
 	pass->detail = ac_pace_detail(&report, 0, false);
 	ac_leaf_record(cfg->relation, leaf, pass->rows, !pass->gave_way,
-				   RelationGetNumberOfBlocks(rel), stopped_at, att->atttypid);
+				   RelationGetNumberOfBlocks(rel), stopped_at);
 	MemoryContextDelete(cxt);
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
@@ -430,7 +545,7 @@ archive_cluster_pass_leaf(PG_FUNCTION_ARGS)
 						get_rel_name(leaf)),
 				 errhint("Register the partitioned table with archive_cluster_register(..., mode => 'partitioned').")));
 	ac_check_owner(cfg.relation);
-	ac_pass_leaf(&cfg, leaf, NIL, &pass);
+	ac_pass_leaf(&cfg, leaf, NIL, 0, &pass);
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

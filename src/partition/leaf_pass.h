@@ -29,6 +29,7 @@ typedef struct AcLeafPass
 
 extern bool ac_leaves_have_waiters(List *leaves);
 extern double ac_leaf_front_empty(Oid leaf);
-extern void ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, AcLeafPass *pass);
+extern void ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadline,
+						 AcLeafPass *pass);
 
 #endif							/* ARCHIVE_CLUSTER_LEAF_PASS_H */

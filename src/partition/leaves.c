@@ -11,13 +11,13 @@
  *		- by a parent's bound, the same one level up or more (a leaf of a
  *		  sub-partitioned table);
  *		- by its rows: it has an index led by the age column, and no row
- *		  newer than that (a DEFAULT partition, one partitioned by another
- *		  column).
+ *		  newer than that, read backwards from that index (a DEFAULT
+ *		  partition, one partitioned by another column).
  *		The partition tree is read from the catalogs without locks: a pass
  *		must not hold a lock on the partitioned table or on a leaf it does
  *		not work on, or a DROP or DETACH of another leaf would wait for it.
- *		Only the check of a leaf's rows locks the leaf (ACCESS SHARE, when
- *		granted at once).
+ *		Only the check of a leaf's rows locks the leaf and its index (ACCESS
+ *		SHARE, when granted at once, and let go of at once).
  *
  *		archive_cluster_partitions(relation): the leaves, their bounds, and
  *		what the passes did to each (archive_cluster_leaves).
@@ -36,19 +36,21 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_partitioned_table.h"
 #include "catalog/pg_type_d.h"
-#include "executor/spi.h"
+#include "executor/executor.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "compat.h"
 #include "base/util.h"
 #include "partition/leaves.h"
 #include "registry/partitioned.h"
@@ -152,76 +154,126 @@ ac_bound_closed(AcPartitionedConfig *cfg, Oid parent, Oid child, TimestampTz cut
 	return closed;
 }
 
-/* Has leaf an index led by the age column (it is open)? */
+/*
+ * AccessShareLock on relid if granted at once, or held already (*had: then
+ * kept); ac_release_share() lets go of one taken here.  The check of a
+ * leaf's rows runs in a run's or the worker's transaction, where a lock kept
+ * until commit on a leaf it does not pass would make a DROP, DETACH or a
+ * CREATE ... PARTITION OF (which locks the DEFAULT partition) wait for the
+ * whole run, unseen by its checks for waiters.
+ */
 static bool
-ac_has_age_index(Relation rel, const char *age_column)
+ac_try_share(Oid relid, bool *had)
 {
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
-	bool		found = false;
+	*had = CheckRelationOidLockedByMe(relid, AccessShareLock, true);
+	return *had || ConditionalLockRelationOid(relid, AccessShareLock);
+}
 
-	foreach(lc, indexes)
+static void
+ac_release_share(Oid relid, bool had)
+{
+	if (!had)
+		UnlockRelationOid(relid, AccessShareLock);
+}
+
+/* Is index a valid btree index led by the age column, ascending, without predicate? */
+static bool
+ac_is_age_index(Relation index, Relation rel, const char *age_column)
+{
+	Form_pg_index ix = index->rd_index;
+
+	return ix->indisvalid && ix->indkey.values[0] > 0 &&
+		index->rd_rel->relam == BTREE_AM_OID &&
+		(index->rd_indoption[0] & INDOPTION_DESC) == 0 &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+		strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), ix->indkey.values[0] - 1)->attname),
+			   age_column) == 0;
+}
+
+/*
+ * Is the newest age of rel's rows (read backwards from its age index, NULLs
+ * left out, with this transaction's snapshot) before cutoff?  True when it
+ * has no row.
+ */
+static bool
+ac_newest_before(Relation rel, Relation index, TimestampTz cutoff)
+{
+	AttrNumber	attno = index->rd_index->indkey.values[0];
+	Oid			typid = getBaseType(TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid);
+	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		closed = true;
+
+	ScanKeyEntryInitialize(&key, SK_ISNULL | SK_SEARCHNOTNULL, 1, InvalidStrategy,
+						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+	scan = ac_index_beginscan(rel, index, snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, BackwardScanDirection, slot))
 	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index ix = index->rd_index;
+		bool		isnull;
+		Datum		newest = slot_getattr(slot, attno, &isnull);
+		Timestamp	cut = typid == TIMESTAMPOID ?
+			DatumGetTimestamp(DirectFunctionCall1(timestamptz_timestamp, TimestampTzGetDatum(cutoff))) :
+			cutoff;
 
-		found = ix->indisvalid && ix->indkey.values[0] > 0 &&
-			index->rd_rel->relam == BTREE_AM_OID &&
-			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) &&
-			strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), ix->indkey.values[0] - 1)->attname),
-				   age_column) == 0;
-		index_close(index, AccessShareLock);
-		if (found)
-			break;
+		closed = !isnull && DatumGetTimestamp(newest) < cut;
 	}
-	list_free(indexes);
-	return found;
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	return closed;
 }
 
 /*
  * Does leaf hold no row at or after cutoff, read from an index led by the
- * age column, as the partitioned table's owner?  False when it has no such
- * index, another owner, or a lock on it is not granted at once.
+ * age column?  False when it has no such index, another owner than the
+ * partitioned table, or a lock on it or its index is not granted at once;
+ * the locks taken here are let go of at once.  No user code runs (a btree
+ * of timestamps), and no row-level security applies.
  */
 static bool
 ac_rows_closed(AcPartitionedConfig *cfg, Oid leaf, TimestampTz cutoff)
 {
 	Relation	rel;
-	bool		indexed;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-	Oid			argtypes[1] = {TIMESTAMPTZOID};
-	Datum		values[1];
+	List	   *indexes;
+	ListCell   *lc;
+	bool		had_leaf;
+	bool		found = false;
 	bool		closed = false;
-	bool		isnull;
 
 	if (ac_relation_owner(leaf) != ac_relation_owner(cfg->relation) ||
-		!ConditionalLockRelationOid(leaf, AccessShareLock))
+		!ac_try_share(leaf, &had_leaf))
 		return false;
 	rel = try_relation_open(leaf, NoLock);
 	if (rel == NULL)
+	{
+		ac_release_share(leaf, had_leaf);
 		return false;
-	indexed = rel->rd_rel->relkind == RELKIND_RELATION &&
-		ac_has_age_index(rel, cfg->age_column);
-	relation_close(rel, NoLock);
-	if (!indexed)
-		return false;
+	}
+	indexes = rel->rd_rel->relkind == RELKIND_RELATION ? RelationGetIndexList(rel) : NIL;
+	foreach(lc, indexes)
+	{
+		Oid			indexid = lfirst_oid(lc);
+		bool		had_index;
+		Relation	index;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	ac_switch_to_owner(cfg->relation, &save_userid, &save_sec_context, &save_nestlevel);
-	values[0] = TimestampTzGetDatum(cutoff);
-	if (SPI_execute_with_args(psprintf("SELECT NOT EXISTS (SELECT FROM ONLY %s"
-									   " WHERE %s OPERATOR(pg_catalog.>=) $1)",
-									   ac_qualified_name(leaf),
-									   quote_identifier(cfg->age_column)),
-							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-		closed = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-											1, &isnull));
-	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
-	SPI_finish();
+		if (!ac_try_share(indexid, &had_index))
+			continue;
+		index = index_open(indexid, NoLock);
+		if (ac_is_age_index(index, rel, cfg->age_column))
+		{
+			found = true;
+			closed = ac_newest_before(rel, index, cutoff);
+		}
+		index_close(index, NoLock);
+		ac_release_share(indexid, had_index);
+		if (found)
+			break;
+	}
+	relation_close(rel, NoLock);
+	ac_release_share(leaf, had_leaf);
 	return closed;
 }
 

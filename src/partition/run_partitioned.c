@@ -8,6 +8,9 @@
  *		over a leaf is due when
  *		- no pass went through it to the end yet (a new closed leaf, one a
  *		  pass gave way in, one restored from a dump);
+ *		- force;
+ *		and, measured once after each VACUUM of a settled leaf (the moved
+ *		rows' index entries and the emptied pages are VACUUM's to clear):
  *		- VACUUM freed most of its front half since (AC_TO_FRONT_SHARE):
  *		  the rows of the last pass are at the back, and this pass moves
  *		  them to the front, so that the next VACUUM truncates the file;
@@ -15,8 +18,7 @@
  *		  sampled from its cluster index, the pages beyond a key's ideal
  *		  plus one are archive_cluster.compaction_threshold of its pages or
  *		  more, as compaction measures an archive, once VACUUM has removed
- *		  the index entries of the rows the last pass moved;
- *		- force.
+ *		  the index entries of the rows the last pass moved.
  *		A closed leaf that a logical replication subscription writes into
  *		(or into a table above it) is left alone, unless
  *		archive_cluster.allow_on_subscriber.
@@ -167,6 +169,7 @@ const char *
 ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed)
 {
 	AcLeafState st;
+	TimestampTz vacuumed_at;
 	Oid			target;
 
 	if (subscribed)
@@ -185,13 +188,17 @@ ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed)
 		return "resumed";
 	if (st.settled_at == 0)
 		return "first pass";
-	if (ac_leaf_front_empty(leaf) >= AC_TO_FRONT_SHARE)
-		return "to the front";
 	if (force)
 		return "forced";
-	if (ac_leaf_vacuumed_at(leaf) > st.last_pass_at &&
-		ac_leaf_loose_share(cfg, leaf) >= Max(archive_cluster_compaction_threshold, 0.001))
+	/* a settled leaf is measured once after each VACUUM */
+	vacuumed_at = ac_leaf_vacuumed_at(leaf);
+	if (vacuumed_at <= st.last_pass_at || vacuumed_at <= st.checked_at)
+		return NULL;
+	if (ac_leaf_front_empty(leaf) >= AC_TO_FRONT_SHARE)
+		return "to the front";
+	if (ac_leaf_loose_share(cfg, leaf) >= Max(archive_cluster_compaction_threshold, 0.001))
 		return "rows written since";
+	ac_leaf_checked(leaf, vacuumed_at);
 	return NULL;
 }
 
@@ -245,7 +252,8 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 		MemoryContext oldcxt = CurrentMemoryContext;
 		ResourceOwner oldowner = CurrentResourceOwner;
 		TimestampTz started = GetCurrentTimestamp();
-		const char *why;
+		MemoryContext leafcxt;
+		const char *volatile why;
 		AcLeafPass	pass;
 
 		CHECK_FOR_INTERRUPTS();
@@ -259,17 +267,16 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			gave_way = true;
 			break;
 		}
-		why = ac_leaf_due(cfg, l->leaf, force, &subscribed);
-		if (subscribed)
-			nsubscribed++;
-		if (why == NULL)
-			continue;
-
+		/* what the pass allocates goes with it, failed or not */
+		leafcxt = AllocSetContextCreate(oldcxt, "archive_cluster pass", ALLOCSET_DEFAULT_SIZES);
+		why = NULL;
 		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(oldcxt);
+		MemoryContextSwitchTo(leafcxt);
 		PG_TRY();
 		{
-			ac_pass_leaf(cfg, l->leaf, held, &pass);
+			why = ac_leaf_due(cfg, l->leaf, force, &subscribed);
+			if (why != NULL)
+				ac_pass_leaf(cfg, l->leaf, held, 0, &pass);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);
 			CurrentResourceOwner = oldowner;
@@ -284,7 +291,10 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);
 			CurrentResourceOwner = oldowner;
-			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			MemoryContextDelete(leafcxt);
+			/* a cancel, or running out of disk or memory, ends the call */
+			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+				ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INSUFFICIENT_RESOURCES)
 				ReThrowError(edata);
 			ac_report_caught(edata, WARNING, get_rel_name(l->leaf));
 			ac_log_run_error(cfg->relation, AC_KIND_PASS, started, started_by,
@@ -293,11 +303,19 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			continue;
 		}
 		PG_END_TRY();
+		if (subscribed)
+			nsubscribed++;
+		if (why == NULL)
+		{
+			MemoryContextDelete(leafcxt);
+			continue;
+		}
 
 		held = lappend_oid(held, l->leaf);
 		if (pass.rows > 0 || pass.busy > 0)
 			ac_log_pass(cfg, l->leaf, why, &pass, started, started_by,
 						ac_relation_owner(cfg->relation));
+		MemoryContextDelete(leafcxt);
 		res->rows += pass.rows;
 		res->bytes += pass.bytes;
 		res->paced_us += pass.paced_us;
@@ -312,8 +330,9 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 	}
 	if (nsubscribed > 0)
 		ereport(NOTICE,
-				(errmsg("skipping %d partitions of \"%s\": a logical replication subscription writes into them",
-						nsubscribed, get_rel_name(cfg->relation)),
+				(errmsg_plural("skipping %d partition of \"%s\": a logical replication subscription writes into it",
+							   "skipping %d partitions of \"%s\": a logical replication subscription writes into them",
+							   nsubscribed, nsubscribed, get_rel_name(cfg->relation)),
 				 errhint("Cluster the partitions on the publisher; see archive_cluster.allow_on_subscriber.")));
 	res->finished = GetCurrentTimestamp();
 	if (gave_way)
@@ -337,5 +356,11 @@ ac_run_partitioned_call(Oid relation, const AcRunArgs *args, AcRunResult *res)
 		res->status = "not registered";
 		return;
 	}
-	ac_run_partitioned(&cfg, args->force, args->max_batches, ac_caller(), res);
+	/*
+	 * One leaf per call unless max_batches says more: the first call after
+	 * registering would otherwise rewrite every closed leaf in one
+	 * transaction (twice the table's size on disk, every leaf locked).
+	 */
+	ac_run_partitioned(&cfg, args->force, args->max_batches > 0 ? args->max_batches : 1,
+					   ac_caller(), res);
 }

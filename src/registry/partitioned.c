@@ -178,7 +178,7 @@ ac_leaf_state(Oid leaf, AcLeafState *state)
 	values[0] = ObjectIdGetDatum(leaf);
 	if (ac_partitioned_available() &&
 		ac_partitioned_query(psprintf("SELECT passes, rows_rewritten, last_pass_at, settled_at,"
-									  " settled_blocks, resume_at, resume_type FROM %s"
+									  " settled_blocks, resume_at, checked_at FROM %s"
 									  " WHERE leaf OPERATOR(pg_catalog.=) $1",
 									  ac_extension_object("archive_cluster_leaves")),
 							 1, argtypes, values) == 1)
@@ -197,6 +197,8 @@ ac_leaf_state(Oid leaf, AcLeafState *state)
 		state->settled_at = isnull ? 0 : DatumGetTimestampTz(d);
 		d = SPI_getbinval(tup, desc, 5, &isnull);
 		state->settled_blocks = isnull ? 0 : DatumGetInt64(d);
+		d = SPI_getbinval(tup, desc, 7, &isnull);
+		state->checked_at = isnull ? 0 : DatumGetTimestampTz(d);
 		d = SPI_getbinval(tup, desc, 6, &isnull);
 		if (!isnull)
 		{
@@ -204,25 +206,44 @@ ac_leaf_state(Oid leaf, AcLeafState *state)
 
 			state->resume_at = DatumGetByteaPCopy(d);
 			MemoryContextSwitchTo(oldcxt);
-			state->resume_type = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
 		}
 	}
 	SPI_finish();
 }
 
 /*
+ * Record that a settled leaf was found not due after the VACUUM of
+ * vacuumed_at: it is not measured again until another VACUUM.
+ */
+void
+ac_leaf_checked(Oid leaf, TimestampTz vacuumed_at)
+{
+	Oid			argtypes[2] = {REGCLASSOID, TIMESTAMPTZOID};
+	Datum		values[2];
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	values[0] = ObjectIdGetDatum(leaf);
+	values[1] = TimestampTzGetDatum(vacuumed_at);
+	ac_exec_as_extension_owner(psprintf("UPDATE %s SET checked_at = $2 WHERE leaf OPERATOR(pg_catalog.=) $1",
+										ac_extension_object("archive_cluster_leaves")),
+							   2, argtypes, values, NULL, SPI_OK_UPDATE);
+	SPI_finish();
+}
+
+/*
  * Record a pass over a leaf of "relation": the rows it rewrote; settled if
  * it went through to the end (with the leaf's pages then), else the value
- * it stopped at (resume_at, NULL to start again from the beginning).
+ * it stopped at (resume_at, opaque to this file; NULL to start again from
+ * the beginning).
  */
 void
 ac_leaf_record(Oid relation, Oid leaf, int64 rows, bool settled, BlockNumber blocks,
-			   bytea *resume_at, Oid resume_type)
+			   bytea *resume_at)
 {
-	Oid			argtypes[7] = {REGCLASSOID, REGCLASSOID, INT8OID, BOOLOID, INT8OID,
-	BYTEAOID, REGTYPEOID};
-	Datum		values[7];
-	char		nulls[8] = "       ";
+	Oid			argtypes[6] = {REGCLASSOID, REGCLASSOID, INT8OID, BOOLOID, INT8OID, BYTEAOID};
+	Datum		values[6];
+	char		nulls[7] = "      ";
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -232,21 +253,20 @@ ac_leaf_record(Oid relation, Oid leaf, int64 rows, bool settled, BlockNumber blo
 	values[3] = BoolGetDatum(settled);
 	values[4] = Int64GetDatum((int64) blocks);
 	values[5] = PointerGetDatum(resume_at);
-	values[6] = ObjectIdGetDatum(resume_type);
 	if (resume_at == NULL)
-		nulls[5] = nulls[6] = 'n';
-	ac_exec_as_extension_owner(psprintf("INSERT INTO %s AS l (leaf, relation, resume_at, resume_type,"
+		nulls[5] = 'n';
+	ac_exec_as_extension_owner(psprintf("INSERT INTO %s AS l (leaf, relation, resume_at,"
 										" passes, rows_rewritten, last_pass_at, settled_at, settled_blocks)"
-										" VALUES ($1, $2, $6, $7, 1, $3, pg_catalog.now(),"
+										" VALUES ($1, $2, $6, 1, $3, pg_catalog.now(),"
 										"  CASE WHEN $4 THEN pg_catalog.now() END, CASE WHEN $4 THEN $5 END)"
 										" ON CONFLICT (leaf) DO UPDATE SET relation = $2,"
-										"  resume_at = $6, resume_type = $7,"
+										"  resume_at = $6,"
 										"  passes = l.passes OPERATOR(pg_catalog.+) 1,"
 										"  rows_rewritten = l.rows_rewritten OPERATOR(pg_catalog.+) $3,"
 										"  last_pass_at = pg_catalog.now(),"
 										"  settled_at = CASE WHEN $4 THEN pg_catalog.now() ELSE l.settled_at END,"
 										"  settled_blocks = CASE WHEN $4 THEN $5 ELSE l.settled_blocks END",
 										ac_extension_object("archive_cluster_leaves")),
-							   7, argtypes, values, nulls, SPI_OK_INSERT);
+							   6, argtypes, values, nulls, SPI_OK_INSERT);
 	SPI_finish();
 }

@@ -32,8 +32,9 @@ typedef struct AcLeafState
 	TimestampTz last_pass_at;	/* 0: none */
 	TimestampTz settled_at;		/* 0: never went through to the end */
 	int64		settled_blocks;
+	TimestampTz checked_at;		/* the VACUUM after which it was last found
+								 * not due; 0: none */
 	bytea	   *resume_at;		/* NULL: from the start */
-	Oid			resume_type;
 } AcLeafState;
 
 extern bool ac_partitioned_available(void);
@@ -43,7 +44,8 @@ extern void ac_record_partitioned(Oid relation, ArrayType *cluster_by, const cha
 								  Interval *hot_window, Oid caller_id);
 extern void ac_forget_partitioned(Oid relation);
 extern void ac_leaf_state(Oid leaf, AcLeafState *state);
+extern void ac_leaf_checked(Oid leaf, TimestampTz vacuumed_at);
 extern void ac_leaf_record(Oid relation, Oid leaf, int64 rows, bool settled,
-						   BlockNumber blocks, bytea *resume_at, Oid resume_type);
+						   BlockNumber blocks, bytea *resume_at);
 
 #endif							/* ARCHIVE_CLUSTER_PARTITIONED_H */

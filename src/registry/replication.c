@@ -222,28 +222,17 @@ ac_refuse_if_half_published(AcTableConfig *cfg)
 	arc = ac_published_actions(cfg->archive);
 	if (!arc.pubinsert)
 		ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates deletes from \"%s\" but no inserts into \"%s\"",
-					get_rel_name(cfg->relation), ac_publication_of(cfg->current),
-					get_rel_name(cfg->current), get_rel_name(cfg->archive)),
-			 errdetail("Subscribers would receive the moved rows' deletes only and lose the rows."),
-			 errhint("Publish \"%s\" too, e.g. ALTER PUBLICATION ... ADD TABLE %s.",
-					 get_rel_name(cfg->archive),
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(cfg->archive)),
-												get_rel_name(cfg->archive)))));
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates deletes from \"%s\" but no inserts into \"%s\"",
+						get_rel_name(cfg->relation), ac_publication_of(cfg->current),
+						get_rel_name(cfg->current), get_rel_name(cfg->archive)),
+				 errdetail("Subscribers would receive the moved rows' deletes only and lose the rows."),
+				 errhint("Publish \"%s\" too, e.g. ALTER PUBLICATION ... ADD TABLE %s.",
+						 get_rel_name(cfg->archive),
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(cfg->archive)),
+													get_rel_name(cfg->archive)))));
 }
 
-/*
- * Before a pass rewrites a leaf partition's rows in place (as deletes and
- * inserts of the same rows, partition/leaf_pass.c): refuse when a
- * subscription writes into the leaf or a table above it (unless
- * archive_cluster.allow_on_subscriber), or when the publications of this
- * database replicate the leaf's deletes without its inserts (subscribers
- * would lose the rows) or its inserts without its deletes (they would get
- * them twice), each publication on its own (a subscriber may take one of
- * them only).  With publish_via_partition_root, the server decides this
- * from the partitioned table's publications, and so does this.
- */
 /*
  * The name of a subscription that writes into leaf or a table above it, and
  * in *target that table; NULL when none does.
@@ -290,6 +279,17 @@ ac_leaf_publications(Oid leaf)
 	return pubs;
 }
 
+/*
+ * Before a pass rewrites a leaf partition's rows in place (as deletes and
+ * inserts of the same rows, partition/leaf_pass.c): refuse when a
+ * subscription writes into the leaf or a table above it (unless
+ * archive_cluster.allow_on_subscriber), or when the publications of this
+ * database replicate the leaf's deletes without its inserts (subscribers
+ * would lose the rows) or its inserts without its deletes (they would get
+ * them twice), each publication on its own (a subscriber may take one of
+ * them only).  With publish_via_partition_root, the server decides this
+ * from the partitioned table's publications, and so does this.
+ */
 void
 ac_refuse_leaf_moves_lost(Oid leaf, Oid root)
 {
@@ -316,10 +316,11 @@ ac_refuse_leaf_moves_lost(Oid leaf, Oid root)
 		if (pub->pubactions.pubinsert != pub->pubactions.pubdelete)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates its %s but not its %s",
-							get_rel_name(leaf), pub->name,
-							pub->pubactions.pubdelete ? "deletes" : "inserts",
-							pub->pubactions.pubdelete ? "inserts" : "deletes"),
+					 pub->pubactions.pubdelete ?
+					 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates its deletes but not its inserts",
+							get_rel_name(leaf), pub->name) :
+					 errmsg("cannot move rows of \"%s\": publication \"%s\" replicates its inserts but not its deletes",
+							get_rel_name(leaf), pub->name),
 					 errdetail("A pass deletes each row and inserts it again; that publication's subscribers would receive half of that."),
 					 errhint("Publish both inserts and deletes of \"%s\" in each of its publications, or neither.",
 							 get_rel_name(root))));
@@ -329,9 +330,11 @@ ac_refuse_leaf_moves_lost(Oid leaf, Oid root)
 	if (acts.pubinsert != acts.pubdelete)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot move rows of \"%s\": its publications replicate its %s but not its %s",
-						get_rel_name(leaf), acts.pubdelete ? "deletes" : "inserts",
-						acts.pubdelete ? "inserts" : "deletes"),
+				 acts.pubdelete ?
+				 errmsg("cannot move rows of \"%s\": its publications replicate its deletes but not its inserts",
+						get_rel_name(leaf)) :
+				 errmsg("cannot move rows of \"%s\": its publications replicate its inserts but not its deletes",
+						get_rel_name(leaf)),
 				 errdetail("A pass deletes each row and inserts it again; subscribers would receive half of that."),
 				 errhint("Publish both inserts and deletes of \"%s\" in each of its publications, or neither.",
 						 get_rel_name(root))));

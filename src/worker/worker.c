@@ -612,7 +612,7 @@ ac_worker_pass(void)
 		}
 	}
 	/* then the partitioned tables' leaves, with the time left */
-	if (all && archive_cluster_enabled && !ac_slice_over() && ac_worker_partitioned())
+	if (!lagged && archive_cluster_enabled && !ac_slice_over() && ac_worker_partitioned())
 	{
 		more = true;
 		all = false;

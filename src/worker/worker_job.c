@@ -74,6 +74,13 @@ ac_job_begin(AcJobKind kind)
 	ac_pool_worker_job(ac_job_deadline);
 }
 
+/* When the job's timeout cancels it (0: never), for a job that stops itself before. */
+TimestampTz
+ac_job_deadline_at(void)
+{
+	return ac_job_deadline;
+}
+
 /* The job is over, done or failed: its timeout disarmed. */
 void
 ac_job_end(void)

@@ -31,6 +31,7 @@ extern TimestampTz ac_slice_end;
 extern bool ac_slice_over(void);
 extern void ac_job_begin(AcJobKind kind);
 extern void ac_job_end(void);
+extern TimestampTz ac_job_deadline_at(void);
 extern void ac_job_explain_timeout(ErrorData *edata, const char *relname);
 extern void ac_begin(const char *activity);
 extern void ac_commit(void);

@@ -11,7 +11,10 @@
  *		stopped in the next transaction, after the waiter.  The pages a first pass empties are freed
  *		by autovacuum (the pass leaves as many dead rows as the leaf has);
  *		the next turn then moves the rows to the front, and the VACUUM
- *		after that truncates the leaf.  A pass that fails is a WARNING,
+ *		after that truncates the leaf.  A pass stops of itself before the
+ *		job's timeout and at the end of the time slice, and the next turn
+ *		goes on from there; after a failure, a partitioned table's passes
+ *		back off as a table's runs do.  A pass that fails is a WARNING,
  *		recorded in the run history (kind 'pass'); the other leaves go on.
  *		Leaves a logical replication subscription writes into are left
  *		alone (ac_leaf_due), as a registered table's tiers are.
@@ -20,16 +23,22 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "commands/extension.h"
+#include "postmaster/interrupt.h"
 #include "pgstat.h"
 #include "utils/lsyscache.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "base/guc.h"
 #include "base/util.h"
 #include "partition/leaf_pass.h"
 #include "partition/leaves.h"
 #include "partition/run_partitioned.h"
+#include "registry/config.h"
 #include "registry/partitioned.h"
 #include "worker/pool.h"
 #include "worker/worker_job.h"
@@ -42,7 +51,43 @@ typedef struct AcDueLeaf
 	Oid			leaf;
 } AcDueLeaf;
 
-/* The due leaves of every registered partitioned table, in ac_cycle_cxt. */
+/*
+ * The due leaves of one registered partitioned table, appended to *due in
+ * ac_cycle_cxt; none while its passes back off after failures.
+ */
+static void
+ac_worker_root_due(Oid root, List **due)
+{
+	AcPartitionedConfig cfg;
+	List	   *leaves;
+	ListCell   *lc;
+
+	if (!ac_load_partitioned(root, &cfg) || get_rel_name(root) == NULL ||
+		ac_run_backoff_until(root, AC_KIND_PASS) > GetCurrentTimestamp())
+		return;
+	leaves = ac_partition_leaves(&cfg);
+	foreach(lc, leaves)
+	{
+		AcLeaf	   *l = lfirst(lc);
+
+		if (ac_leaf_due(&cfg, l->leaf, false, NULL) != NULL)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
+			AcDueLeaf  *d = palloc(sizeof(AcDueLeaf));
+
+			d->root = cfg.relation;
+			d->leaf = l->leaf;
+			*due = lappend(*due, d);
+			MemoryContextSwitchTo(oldcxt);
+		}
+	}
+}
+
+/*
+ * The due leaves of every registered partitioned table, in ac_cycle_cxt,
+ * each table in a subtransaction: an error in one (its owner's) is logged,
+ * and the others' leaves are listed.
+ */
 static List *
 ac_worker_due_leaves(void)
 {
@@ -58,28 +103,39 @@ ac_worker_due_leaves(void)
 			ac_partitioned_relations() : NIL;
 		foreach(lc, roots)
 		{
-			AcPartitionedConfig cfg;
-			List	   *leaves;
-			ListCell   *ll;
+			MemoryContext oldcxt = CurrentMemoryContext;
+			ResourceOwner oldowner = CurrentResourceOwner;
+			List	   *volatile found = NIL;
 
-			if (!ac_load_partitioned(lfirst_oid(lc), &cfg))
-				continue;
-			leaves = ac_partition_leaves(&cfg);
-			foreach(ll, leaves)
+			BeginInternalSubTransaction(NULL);
+			MemoryContextSwitchTo(oldcxt);
+			PG_TRY();
 			{
-				AcLeaf	   *l = lfirst(ll);
+				List	   *mine = NIL;
 
-				if (ac_leaf_due(&cfg, l->leaf, false, NULL) != NULL)
-				{
-					MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
-					AcDueLeaf  *d = palloc(sizeof(AcDueLeaf));
-
-					d->root = cfg.relation;
-					d->leaf = l->leaf;
-					due = lappend(due, d);
-					MemoryContextSwitchTo(oldcxt);
-				}
+				ac_worker_root_due(lfirst_oid(lc), &mine);
+				found = mine;
+				ReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(oldcxt);
+				CurrentResourceOwner = oldowner;
 			}
+			PG_CATCH();
+			{
+				ErrorData  *edata;
+
+				MemoryContextSwitchTo(oldcxt);
+				edata = CopyErrorData();
+				FlushErrorState();
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(oldcxt);
+				CurrentResourceOwner = oldowner;
+				if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+					ReThrowError(edata);
+				ac_report_caught(edata, WARNING, get_rel_name(lfirst_oid(lc)));
+				FreeErrorData(edata);
+			}
+			PG_END_TRY();
+			due = list_concat(due, found);
 		}
 		ac_commit();
 	}
@@ -90,6 +146,26 @@ ac_worker_due_leaves(void)
 	}
 	PG_END_TRY();
 	return due;
+}
+
+/*
+ * When a pass of this job stops of itself: before the job's timeout would
+ * cancel it (a tenth of the timeout left for its last index entries and its
+ * commit) and at the end of the worker's time slice; 0: never.
+ */
+static TimestampTz
+ac_worker_pass_deadline(void)
+{
+	TimestampTz deadline = ac_slice_end;
+	TimestampTz job = ac_job_deadline_at();
+
+	if (job != 0)
+	{
+		job -= (int64) archive_cluster_job_timeout * 100 * 1000;
+		if (deadline == 0 || job < deadline)
+			deadline = job;
+	}
+	return deadline;
 }
 
 /*
@@ -116,7 +192,7 @@ ac_worker_pass_leaf(AcDueLeaf *d)
 		{
 			name = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(d->leaf));
 			ac_pool_worker_activity(AC_ACT_ARCHIVING, d->root);
-			ac_pass_leaf(&cfg, d->leaf, NIL, &pass);
+			ac_pass_leaf(&cfg, d->leaf, NIL, ac_worker_pass_deadline(), &pass);
 			if (pass.rows > 0 || pass.busy > 0)
 				ac_log_pass(&cfg, d->leaf, why, &pass, started, "worker",
 							ac_relation_owner(cfg.relation));
@@ -125,7 +201,7 @@ ac_worker_pass_leaf(AcDueLeaf *d)
 						(errmsg("archive_cluster: clustered partition \"%s\" of \"%s\": %lld rows rewritten in %.3f s%s",
 								name, get_rel_name(d->root), (long long) pass.rows,
 								(GetCurrentTimestamp() - started) / 1000000.0,
-								pass.gave_way ? ", then gave way to a lock request" : "")));
+								pass.gave_way ? ", then stopped (a session waited for it, or its time was up)" : "")));
 			again = pass.gave_way && pass.rows > 0;
 		}
 		ac_commit();
@@ -160,6 +236,14 @@ ac_worker_partitioned(void)
 		/* a pass that gave way goes on in the next transaction, after the waiter */
 		do
 		{
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+				ac_worker_set_limits();
+			}
+			if (!archive_cluster_enabled)
+				return false;
 			if (ac_slice_over())
 				return true;
 			again = ac_worker_pass_leaf(lfirst(lc));
