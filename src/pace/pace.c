@@ -297,7 +297,8 @@ ac_pace(AcPace *p)
 	p->look_calls = p->calls;
 	p->look_wal = pgWalUsage.wal_bytes;
 	/* a lagging peer first: the rate counts from after the wait */
-	(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);
+	if (!p->no_replica_wait)
+		(void) ac_wait_for_replicas(0, &p->replica_us, &lag, &pid);
 	if (p->replica_us != waited)
 		ac_pace_restart(p);
 	/* before the clock is read: its time is not the rate's */

@@ -18,6 +18,8 @@ typedef struct AcPace
 {
 	int			rate_mb;		/* MB/s of WAL at most; <= 0: not paced */
 	bool		always;			/* pacing = 'rate': also alone (compactions, as 1.0) */
+	bool		no_replica_wait;	/* the caller stops for lagging peers itself,
+									 * rather than wait holding its locks */
 	uint32		wait_event;
 	uint64		calls;
 	uint64		looks;			/* times it looked (ac_pace) */

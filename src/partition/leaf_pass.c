@@ -76,6 +76,7 @@
 #include "base/util.h"
 #include "pace/pace.h"
 #include "pace/progress.h"
+#include "pace/replica_wait.h"
 #include "partition/leaf_pass.h"
 #include "partition/leaves.h"
 #include "registry/partitioned.h"
@@ -368,6 +369,8 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadlin
 	AcPaceReport report;
 	List	   *locked;
 	LOCKTAG		tag;
+	int64		lag;
+	int			lagpid;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
@@ -438,6 +441,8 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadlin
 
 	ac_pace_init(&pace, archive_cluster_compaction_max_wal_rate, true,
 				 ac_wait_event("ArchiveClusterPartitionPacing"));
+	/* a lagging standby or subscriber stops the pass (below), no wait holding the leaf */
+	pace.no_replica_wait = true;
 	ac_writeback_add(&pace.wb, rel);
 	pass->to_front = ac_front_empty_share(rel) >= AC_TO_FRONT_SHARE;
 	ac_writer_begin(&w, rel, false, &pace);
@@ -477,9 +482,13 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadlin
 		if (w.nblocks % AC_PASS_FINISH_PAGES == 0)
 			ac_writer_finish(&w);
 		ac_pause_point("leaf_page", 7);
-		/* give way to a session waiting for the leaf or a row, or to the deadline */
+		/*
+		 * give way to a session waiting for the leaf or a row, to the
+		 * deadline, or to a lagging standby or subscriber
+		 */
 		if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters() ||
-			(deadline != 0 && GetCurrentTimestamp() >= deadline))
+			(deadline != 0 && GetCurrentTimestamp() >= deadline) ||
+			ac_replicas_lag_over(&lag, &lagpid))
 		{
 			stopped_at = ac_resume_encode(rel, attnos, cfg->ncluster, slot);
 			pass->gave_way = true;

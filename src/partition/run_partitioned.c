@@ -61,6 +61,7 @@
 #include "registry/config.h"
 #include "registry/partitioned.h"
 #include "registry/replication.h"
+#include "pace/replica_wait.h"
 
 /* keys sampled to decide whether a settled leaf needs another pass */
 #define AC_LEAF_SAMPLE_KEYS 100
@@ -241,6 +242,7 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 	ListCell   *lc;
 	int			passed = 0;
 	int			nsubscribed = 0;
+	int64		waited = 0;
 	bool		subscribed;
 	bool		gave_way = false;
 
@@ -270,6 +272,16 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 		/* what the pass allocates goes with it, failed or not */
 		leafcxt = AllocSetContextCreate(oldcxt, "archive_cluster pass", ALLOCSET_DEFAULT_SIZES);
 		why = NULL;
+		/* a lagging standby or subscriber: waited for before the leaf is locked */
+		if (!ac_call_wait_for_replicas(get_rel_name(cfg->relation), true, &waited))
+		{
+			MemoryContextDelete(leafcxt);
+			res->lagged = true;
+			break;
+		}
+		res->replica_us += waited;
+		res->paced_us += waited;
+		waited = 0;
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(leafcxt);
 		PG_TRY();
@@ -335,7 +347,9 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 							   nsubscribed, nsubscribed, get_rel_name(cfg->relation)),
 				 errhint("Cluster the partitions on the publisher; see archive_cluster.allow_on_subscriber.")));
 	res->finished = GetCurrentTimestamp();
-	if (gave_way)
+	if (res->lagged)
+		res->status = "stopped: replica lag";
+	else if (gave_way)
 		res->status = "gave way";
 	else if (res->batches > 0)
 		res->status = "passed";

@@ -35,6 +35,7 @@
 
 #include "base/guc.h"
 #include "base/util.h"
+#include "pace/replica_wait.h"
 #include "partition/leaf_pass.h"
 #include "partition/leaves.h"
 #include "partition/run_partitioned.h"
@@ -135,7 +136,10 @@ ac_worker_due_leaves(void)
 				FreeErrorData(edata);
 			}
 			PG_END_TRY();
+			/* the list outlives this transaction, as its cells do */
+			oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
 			due = list_concat(due, found);
+			MemoryContextSwitchTo(oldcxt);
 		}
 		ac_commit();
 	}
@@ -232,6 +236,8 @@ ac_worker_partitioned(void)
 	foreach(lc, due)
 	{
 		bool		again;
+		int64		lag;
+		int			pid;
 
 		/* a pass that gave way goes on in the next transaction, after the waiter */
 		do
@@ -246,6 +252,9 @@ ac_worker_partitioned(void)
 				return false;
 			if (ac_slice_over())
 				return true;
+			/* a lagging standby or subscriber: the passes wait for a later turn */
+			if (ac_replicas_lag_over(&lag, &pid))
+				return false;
 			again = ac_worker_pass_leaf(lfirst(lc));
 		} while (again);
 	}
