@@ -31,6 +31,7 @@ OBJS = \
 	src/base/lock_waiters.o \
 	src/partition/leaves.o \
 	src/partition/leaf_pass.o \
+	src/partition/leaf_space.o \
 	src/partition/run_partitioned.o \
 	src/base/key_probe.o \
 	src/base/util.o \

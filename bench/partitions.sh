@@ -19,7 +19,7 @@
 #             '1 hour', mode => 'partitioned')) and converged:
 #             archive_cluster_run('pt_ac', max_batches => 1) until nothing is
 #             due (the first passes), VACUUM of each closed partition, the
-#             same again (the passes to the front), VACUUM again; then one
+#             same again (the tail passes), VACUUM again; then one
 #             more archive_cluster_run('pt_ac'), which should find nothing due;
 #   pt_cl     each closed partition CLUSTERed on its (cid, ts) index, then
 #             VACUUMed.
@@ -352,8 +352,8 @@ passes() {
 		[ "$n" -le "$nclosed" ] || die "$phase: $n passes over $nclosed closed partitions: the passes do not stop being due (see $out/converge.csv)"
 	done
 	if [ "$phase" = pass3 ] && [ "$n" -gt 0 ]; then
-		echo "pt_ac,,check,,,,,,0,,passed again,\"$n partitions passed again after the pass to the front and its VACUUM: not converged\"" >> "$out/converge.csv"
-		log "   NOT CONVERGED: after the pass to the front and its VACUUM, archive_cluster_run passed $n partitions again"
+		echo "pt_ac,,check,,,,,,0,,passed again,\"$n partitions passed again after the tail pass and its VACUUM: not converged\"" >> "$out/converge.csv"
+		log "   NOT CONVERGED: after the tail pass and its VACUUM, archive_cluster_run passed $n partitions again"
 	fi
 	[ "$phase" = pass3 ] || [ "$n" -gt 0 ] || die "$phase: nothing was due (see $out/converge.csv)"
 }
@@ -372,7 +372,7 @@ sizes pt_ac "after the first passes"
 vacuums pt_ac vacuum1
 passes pass2
 vacuums pt_ac vacuum2
-# what the pass to the front wrote past the end of the file it found (the
+# what the tail pass wrote past the end of the file it found (the
 # pass's rows less the empty pages at the front): what keeps the VACUUM
 # after it from truncating the partition
 echo "leaf,filled_pages,pages_before_pass2,pages_after,rows_past_the_end,pages_past_the_end" > "$out/spill.csv"

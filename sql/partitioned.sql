@@ -137,12 +137,19 @@ SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr');
 SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr', max_batches => 5);
 SELECT kind, relation_name, rows_moved, rows_busy, detail ~ '^leaf public\.pr_[12] \(first pass\): \d+ pages; ' AS detail_ok
 	FROM archive_cluster_runs WHERE relation = 'pr'::regclass ORDER BY run_id;
--- nothing due until VACUUM frees the front half of a leaf; then a pass to the front
+-- nothing due until VACUUM frees the pages the first pass emptied; then a
+-- tail pass moves the rows beyond the pages the leaf needs onto them, and
+-- the VACUUM after it truncates the file to about what the rows need
 SELECT table_name, status, rows_moved FROM archive_cluster_run('pr');
 VACUUM pr_1;
+SELECT pg_relation_size('pr_1') / 8192 AS pr_1_pages_before_tail;
 SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pr');
-SELECT detail ~ '\(to the front\)' AS to_front FROM archive_cluster_runs
+SELECT detail ~ '^leaf public\.pr_1 \(tail\)' AS tail_pass FROM archive_cluster_runs
 	WHERE relation = 'pr'::regclass ORDER BY run_id DESC LIMIT 1;
+VACUUM pr_1;
+SELECT pg_relation_size('pr_1') / 8192 AS pr_1_pages_after_tail;
+SELECT round(avg(pages), 1) AS pr_1_pages_per_key FROM
+	(SELECT cid, count(DISTINCT (ctid::text::point)[0]) AS pages FROM pr_1 GROUP BY cid) k;
 -- rows written into a passed leaf since (a backfill) make it due again,
 -- once VACUUM removed the index entries of the rows the last pass moved
 VACUUM pr_2;

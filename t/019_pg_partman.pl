@@ -390,7 +390,7 @@ drop_day(7, 1);
 sleep(1.5);
 # premake 4: two more partitions ahead
 maintenance("UPDATE partman.part_config SET premake = 4 WHERE parent_table = 'public.events';\n");
-# day 6 ago, while the worker passes it again (to the front, after the VACUUM)
+# day 6 ago, while the worker passes it again (its tail, after the VACUUM)
 drop_day(6, 1);
 sleep(2);
 maintenance();
@@ -414,7 +414,7 @@ foreach my $session (@sessions)
 }
 my $workload_time = time - $t_start;
 
-# the worker goes on with what is due (a VACUUM, then passes to the front)
+# the worker goes on with what is due (a VACUUM, then tail passes)
 # until nothing changes for 3 s
 $node->safe_psql('postgres', 'VACUUM (TRUNCATE false) events');
 my ($state, $same) = ('', 0);
@@ -549,7 +549,7 @@ if ($amcheck)
 my $runs = $node->safe_psql(
 	'postgres', q{
 SELECT count(*) || ' passes (' || count(*) FILTER (WHERE detail LIKE '%(first pass)%') || ' first, '
-	|| count(*) FILTER (WHERE detail LIKE '%(to the front)%') || ' to the front, '
+	|| count(*) FILTER (WHERE detail LIKE '%(tail)%') || ' tail, '
 	|| count(*) FILTER (WHERE detail LIKE '%(resumed)%') || ' resumed, '
 	|| count(*) FILTER (WHERE detail LIKE '%gave way%') || ' gave way), '
 	|| coalesce(sum(rows_moved), 0) || ' rows rewritten, longest ' || coalesce(max(duration)::text, '-')

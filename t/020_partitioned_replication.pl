@@ -298,7 +298,7 @@ DELETE FROM events WHERE id = 200020;
 });
 same_rows('updates and a delete after the pass');
 
-# a second round, forced, after a VACUUM (the rows go to the front)
+# a second round, forced, after a VACUUM (a whole pass, onto the pages VACUUM freed)
 $pub_xid = xid_now($pub, 'postgres');
 %sub_xid = map { $_ => xid_now($sub, $_) } qw(dleaf droot);
 $pub->safe_psql('postgres', 'VACUUM events_d1, events_d2');

@@ -263,9 +263,9 @@ def cmd_summary(out):
         cl = {r['leaf'].replace('pt_cl_', 'pt_ac_'): r for r in conv if r['table'] == 'pt_cl' and r['phase'] == 'cluster'}
         r0 = notr[0]
         p2 = [r for r in conv if r['leaf'] == r0['leaf'] and r['phase'] == 'pass2']
-        L.append('**Not truncated**: after the pass to the front and the VACUUM after it, %d of %d closed partitions '
+        L.append('**Not truncated**: after the tail pass and the VACUUM after it, %d of %d closed partitions '
                  'of pt_ac still have over 1.2x the heap pages they were filled with, and `archive_cluster_run` finds '
-                 'nothing due. E.g. %s: filled on %s pages; the pass to the front found the file at %s pages, about '
+                 'nothing due. E.g. %s: filled on %s pages; the tail pass found the file at %s pages, about '
                  'its first %s empty (what VACUUM freed of the rows as filled), and %s; %s rows went onto %s pages '
                  'past the end of that file, so the VACUUM after it cannot truncate: %s pages now%s. (`spill.csv`; '
                  '`raw/tail_*.txt`: the rows per 100 blocks.)'

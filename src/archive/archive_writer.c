@@ -379,15 +379,15 @@ ac_page_free(AcWriter *w, BlockNumber blk, int *rows)
  * Take empty pages from the start of the file, in order, rather than where
  * the free space map points: a pass over a leaf partition moves its rows
  * towards the start, so that VACUUM can truncate the end it left empty
- * (partition/leaf_pass.c).  Pages added since ac_writer_lowest_first() are
- * the writer's own, not looked at.
+ * (partition/leaf_pass.c).  Only pages below end are looked at (Invalid:
+ * the file's end now; pages added since are the writer's own).
  */
 void
-ac_writer_lowest_first(AcWriter *w)
+ac_writer_lowest_first(AcWriter *w, BlockNumber end)
 {
 	w->lowest_first = true;
 	w->lowest_next = 0;
-	w->lowest_end = RelationGetNumberOfBlocks(w->rel);
+	w->lowest_end = end != InvalidBlockNumber ? end : RelationGetNumberOfBlocks(w->rel);
 }
 
 /* The next page below lowest_end that the free space map knows to be empty. */

@@ -59,7 +59,7 @@ typedef struct AcWriter
 } AcWriter;
 
 extern void ac_writer_begin(AcWriter *w, Relation rel, bool speculative, AcPace *pace);
-extern void ac_writer_lowest_first(AcWriter *w);
+extern void ac_writer_lowest_first(AcWriter *w, BlockNumber end);
 extern void ac_writer_set_order(AcWriter *w, int ncols, const AttrNumber *attnos,
 								const Oid *ltops, const Oid *collations);
 extern TupleTableSlot *ac_writer_slot(AcWriter *w);

@@ -218,9 +218,10 @@ ac_write_sorted(AcCompactor *c, Tuplesortstate *sort, TupleDesc keydesc)
  * the row.  On the seed's table that is a third of the row, and the sort of
  * a compaction of 1.4M rows fits in maintenance_work_mem where whole rows
  * spilled 180 MB to a temporary file, which the kernel wrote back in one
- * burst in front of others' commits (docs/bench/history.md).
+ * burst in front of others' commits (docs/bench/history.md).  A tail pass
+ * over a leaf partition sorts the same way (partition/leaf_pass.c).
  */
-static TupleDesc
+TupleDesc
 ac_sort_desc(Relation arc, int ncluster, const AttrNumber *cols)
 {
 	TupleDesc	desc = CreateTemplateTupleDesc(ncluster + 1);
@@ -234,7 +235,7 @@ ac_sort_desc(Relation arc, int ncluster, const AttrNumber *cols)
 }
 
 /* Put the cluster columns and the TID of the row in rowslot into the sort. */
-static void
+void
 ac_sort_put(Tuplesortstate *sort, TupleTableSlot *keyslot, TupleTableSlot *rowslot,
 			const AttrNumber *cols, int ncluster, ItemPointer tid)
 {

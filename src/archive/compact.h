@@ -11,8 +11,12 @@
 
 #include "archive_cluster.h"
 #include "utils/relcache.h"
+#include "utils/tuplesort.h"
 
 extern void ac_check_immediate_unique(Relation rel, const char *hint);
+extern TupleDesc ac_sort_desc(Relation rel, int ncluster, const AttrNumber *cols);
+extern void ac_sort_put(Tuplesortstate *sort, TupleTableSlot *keyslot, TupleTableSlot *rowslot,
+						const AttrNumber *cols, int ncluster, ItemPointer tid);
 extern double ac_archive_row_bytes(Oid relation, Relation arc);
 extern double ac_compactable_share(AcTableConfig *cfg);
 extern void ac_archive_sort_columns(AcTableConfig *cfg, Relation arc, AttrNumber *cols,

@@ -52,6 +52,7 @@
 #include "access/xact.h"
 #include "catalog/partition.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_operator_d.h"
 #include "catalog/pg_type_d.h"
 #include "executor/executor.h"
 #include "funcapi.h"
@@ -64,6 +65,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplesort.h"
 #include "utils/typcache.h"
 
 #include "compat.h"
@@ -78,6 +80,7 @@
 #include "pace/progress.h"
 #include "pace/replica_wait.h"
 #include "partition/leaf_pass.h"
+#include "partition/leaf_space.h"
 #include "partition/leaves.h"
 #include "registry/partitioned.h"
 #include "registry/replication.h"
@@ -228,51 +231,6 @@ ac_resume_keys(Relation index, int n, const Datum *values, ScanKey header, ScanK
 	return true;
 }
 
-/*
- * Share of the front half of rel's pages that the free space map knows to
- * be empty: after a first pass and a VACUUM, about all of it.
- */
-static double
-ac_front_empty_share(Relation rel)
-{
-	BlockNumber half = RelationGetNumberOfBlocks(rel) / 2;
-	BlockNumber empty = 0;
-	BlockNumber blk;
-
-	if (half == 0)
-		return 0;
-	for (blk = 0; blk < half; blk++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (GetRecordedFreeSpace(rel, blk) >= MaxHeapTupleSize)
-			empty++;
-	}
-	return (double) empty / half;
-}
-
-/*
- * ac_front_empty_share() of leaf, or 0 if a lock on it is not granted at
- * once (the lock is released: only the free space map is read).
- */
-double
-ac_leaf_front_empty(Oid leaf)
-{
-	Relation	rel;
-	double		share;
-
-	if (!ConditionalLockRelationOid(leaf, AccessShareLock))
-		return 0;
-	rel = try_relation_open(leaf, NoLock);
-	if (rel == NULL)
-	{
-		UnlockRelationOid(leaf, AccessShareLock);
-		return 0;
-	}
-	share = ac_front_empty_share(rel);
-	relation_close(rel, AccessShareLock);
-	return share;
-}
-
 /* Is another session waiting for a lock on one of these leaves? */
 bool
 ac_leaves_have_waiters(List *leaves)
@@ -334,17 +292,165 @@ ac_check_leaf(AcPartitionedConfig *cfg, Relation rel)
 	ac_check_immediate_unique(rel, "Make the constraint NOT DEFERRABLE.");
 }
 
+/* A pass under way, as its loops share it. */
+typedef struct AcPassRun
+{
+	Relation	rel;
+	AcWriter	w;
+	Snapshot	snapshot;
+	List	   *locked;			/* leaves this transaction holds: the pass's too */
+	TimestampTz deadline;
+	int64		written;		/* w.rows at the last page */
+	AcLeafPass *pass;
+} AcPassRun;
+
+/*
+ * Move the row in slot (read with r->snapshot): delete it, marked as moved,
+ * and hand it to the writer.  True when the pass stops after it: a page was
+ * written and a session waits for a leaf this transaction holds or for
+ * this transaction, the deadline passed, or a standby or subscriber lags.
+ */
+static bool
+ac_pass_move(AcPassRun *r, TupleTableSlot *slot)
+{
+	TM_FailureData tmfd;
+	TM_Result	res;
+	int64		lag;
+	int			pid;
+
+	CHECK_FOR_INTERRUPTS();
+	ac_pace(r->w.pace);
+	res = ac_table_tuple_delete(r->rel, &slot->tts_tid, r->w.cid, r->snapshot, InvalidSnapshot,
+								false, &tmfd, true);
+	if (res != TM_Ok)
+	{
+		/* changed or locked meanwhile: it stays (deleted: gone) */
+		if (res != TM_Deleted)
+			r->pass->busy++;
+		return false;
+	}
+	ExecCopySlot(ac_writer_slot(&r->w), slot);
+	ac_writer_add(&r->w);
+	if (r->w.rows == r->written)
+		return false;
+	/* a page was written */
+	r->written = r->w.rows;
+	ac_progress_rows(r->written);
+	/* the index entries sorted so far, so that stopping costs little */
+	if (r->w.nblocks % AC_PASS_FINISH_PAGES == 0)
+		ac_writer_finish(&r->w);
+	ac_pause_point("leaf_page", 7);
+	return ac_leaves_have_waiters(r->locked) || ac_xact_has_waiters() ||
+		(r->deadline != 0 && GetCurrentTimestamp() >= r->deadline) ||
+		ac_replicas_lag_over(&lag, &pid);
+}
+
+/*
+ * A whole pass: the rows in the cluster index's order, from resume (if
+ * nkeys) on.  Returns the resume point if it stopped before the end.
+ */
+static bytea *
+ac_pass_index(AcPassRun *r, Relation index, const AttrNumber *attnos, int n,
+			  ScanKey key, int nkeys)
+{
+	IndexScanDesc scan = ac_index_beginscan(r->rel, index, r->snapshot, nkeys, 0);
+	TupleTableSlot *slot = table_slot_create(r->rel, NULL);
+	bytea	   *stopped_at = NULL;
+
+	index_rescan(scan, nkeys > 0 ? key : NULL, nkeys, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		if (ac_pass_move(r, slot))
+		{
+			stopped_at = ac_resume_encode(r->rel, attnos, n, slot);
+			r->pass->gave_way = true;
+			break;
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return stopped_at;
+}
+
+/*
+ * A tail pass: the rows on pages from tail on, sorted by the cluster key
+ * (and TID), as a compaction sorts them, onto the empty pages below tail.
+ * A pass that stops leaves the rest for the next one, which measures the
+ * tail again.
+ */
+static void
+ac_pass_tail(AcPassRun *r, BlockNumber tail, const AttrNumber *attnos, const Oid *ops,
+			 const Oid *colls, int n)
+{
+	TupleDesc	keydesc = ac_sort_desc(r->rel, n, attnos);
+	AttrNumber	sortcols[AC_MAX_CLUSTER_COLS + 1];
+	Oid			sortops[AC_MAX_CLUSTER_COLS + 1];
+	Oid			sortcolls[AC_MAX_CLUSTER_COLS + 1];
+	bool		nullsfirst[AC_MAX_CLUSTER_COLS + 1];
+	Tuplesortstate *sort;
+	TupleTableSlot *keyslot = MakeSingleTupleTableSlot(keydesc, &TTSOpsVirtual);
+	TupleTableSlot *sortslot = MakeSingleTupleTableSlot(keydesc, &TTSOpsMinimalTuple);
+	TupleTableSlot *slot = table_slot_create(r->rel, NULL);
+	ItemPointerData mintid;
+	ItemPointerData maxtid;
+	TableScanDesc scan;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		sortcols[i] = i + 1;
+		sortops[i] = ops[i];
+		sortcolls[i] = colls[i];
+		nullsfirst[i] = false;
+	}
+	sortcols[n] = n + 1;
+	sortops[n] = TIDLessOperator;
+	sortcolls[n] = InvalidOid;
+	nullsfirst[n] = false;
+	sort = tuplesort_begin_heap(keydesc, n + 1, sortcols, sortops, sortcolls, nullsfirst,
+								maintenance_work_mem, NULL, TUPLESORT_NONE);
+	ItemPointerSet(&mintid, tail, FirstOffsetNumber);
+	ItemPointerSet(&maxtid, MaxBlockNumber, MaxOffsetNumber);
+	scan = ac_table_beginscan_tidrange(r->rel, r->snapshot, &mintid, &maxtid);
+	while (table_scan_getnextslot_tidrange(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		ac_sort_put(sort, keyslot, slot, attnos, n, &slot->tts_tid);
+	}
+	table_endscan(scan);
+	tuplesort_performsort(sort);
+	while (tuplesort_gettupleslot(sort, true, false, sortslot, NULL))
+	{
+		bool		isnull;
+		ItemPointerData tid = *(ItemPointer) DatumGetPointer(slot_getattr(sortslot, n + 1, &isnull));
+
+		if (!table_tuple_fetch_row_version(r->rel, &tid, r->snapshot, slot))
+			continue;			/* gone since the scan: deleted by a commit we see */
+		if (ac_pass_move(r, slot))
+		{
+			r->pass->gave_way = true;
+			break;
+		}
+	}
+	tuplesort_end(sort);
+	ExecDropSingleTupleTableSlot(slot);
+	ExecDropSingleTupleTableSlot(sortslot);
+	ExecDropSingleTupleTableSlot(keyslot);
+}
+
 /*
  * One pass over leaf, a leaf partition of cfg's partitioned table, in the
- * caller's transaction, as the partitioned table's owner.  Errors out if the
- * leaf is not closed or cannot be passed; gives way at once (nothing done)
- * if its lock is not granted at once, another pass is on it, or someone
- * waits for the leaves in held or for this transaction; then between pages
- * for the same, or at deadline (0: none).
+ * caller's transaction, as the partitioned table's owner: a whole pass in
+ * the cluster index's order (tail: InvalidBlockNumber), from where the last
+ * one stopped, or a tail pass over the pages from tail on.  Errors out if
+ * the leaf is not closed or cannot be passed; gives way at once (nothing
+ * done) if its lock is not granted at once, another pass is on it, or
+ * someone waits for the leaves in held or for this transaction; then
+ * between pages for the same, or at deadline (0: none).
  */
 void
-ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadline,
-			 AcLeafPass *pass)
+ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
+			 TimestampTz deadline, AcLeafPass *pass)
 {
 	MemoryContext cxt;
 	MemoryContext oldcxt;
@@ -353,10 +459,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadlin
 	Oid			indexid;
 	AcLeafState st;
 	AcPace		pace;
-	AcWriter	w;
-	Snapshot	snapshot;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	AcPassRun	r;
 	ScanKeyData key;
 	ScanKeyData members[AC_MAX_CLUSTER_COLS];
 	int			nkeys = 0;
@@ -365,18 +468,16 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadlin
 	Oid			ops[AC_MAX_CLUSTER_COLS];
 	Oid			colls[AC_MAX_CLUSTER_COLS];
 	bytea	   *stopped_at = NULL;
-	int64		written = 0;
 	AcPaceReport report;
 	List	   *locked;
 	LOCKTAG		tag;
-	int64		lag;
-	int			lagpid;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
 	int			i;
 
 	memset(pass, 0, sizeof(*pass));
+	pass->tail = tail != InvalidBlockNumber;
 	PreventCommandIfReadOnly("archive_cluster_pass_leaf()");
 	PreventCommandIfParallelMode("archive_cluster_pass_leaf()");
 	if (!ConditionalLockRelationOid(leaf, RowExclusiveLock))
@@ -432,7 +533,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadlin
 		ops[i] = lookup_type_cache(a->atttypid, TYPECACHE_LT_OPR)->lt_opr;
 		colls[i] = a->attcollation;
 	}
-	if (ac_resume_decode(st.resume_at, rel, attnos, cfg->ncluster, resume) &&
+	if (!pass->tail && ac_resume_decode(st.resume_at, rel, attnos, cfg->ncluster, resume) &&
 		ac_resume_keys(index, cfg->ncluster, resume, &key, members))
 	{
 		nkeys = 1;
@@ -441,77 +542,43 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadlin
 
 	ac_pace_init(&pace, archive_cluster_compaction_max_wal_rate, true,
 				 ac_wait_event("ArchiveClusterPartitionPacing"));
-	/* a lagging standby or subscriber stops the pass (below), no wait holding the leaf */
+	/* a lagging standby or subscriber stops the pass, no wait holding the leaf */
 	pace.no_replica_wait = true;
 	ac_writeback_add(&pace.wb, rel);
-	pass->to_front = ac_front_empty_share(rel) >= AC_TO_FRONT_SHARE;
-	ac_writer_begin(&w, rel, false, &pace);
-	ac_writer_set_order(&w, cfg->ncluster, attnos, ops, colls);
-	ac_writer_lowest_first(&w);
+	memset(&r, 0, sizeof(r));
+	r.rel = rel;
+	r.locked = locked;
+	r.deadline = deadline;
+	r.pass = pass;
+	ac_writer_begin(&r.w, rel, false, &pace);
+	ac_writer_set_order(&r.w, cfg->ncluster, attnos, ops, colls);
+	/* a tail pass writes below the tail only */
+	ac_writer_lowest_first(&r.w, tail);
 
-	/* the deletes and the writes in one command: the scan sees neither */
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	/* the deletes and the writes in one command: the scans see neither */
+	r.snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	ac_progress_phase(AC_PHASE_WRITING);
-	scan = ac_index_beginscan(rel, index, snapshot, nkeys, 0);
-	index_rescan(scan, nkeys > 0 ? &key : NULL, nkeys, NULL, 0);
-	slot = table_slot_create(rel, NULL);
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		TM_FailureData tmfd;
-		TM_Result	res;
-
-		CHECK_FOR_INTERRUPTS();
-		ac_pace(&pace);
-		res = ac_table_tuple_delete(rel, &slot->tts_tid, w.cid, snapshot, InvalidSnapshot,
-									false, &tmfd, true);
-		if (res != TM_Ok)
-		{
-			/* changed or locked meanwhile: it stays (deleted: gone) */
-			if (res != TM_Deleted)
-				pass->busy++;
-			continue;
-		}
-		ExecCopySlot(ac_writer_slot(&w), slot);
-		ac_writer_add(&w);
-		if (w.rows == written)
-			continue;
-		/* a page was written */
-		written = w.rows;
-		ac_progress_rows(written);
-		/* the index entries sorted so far, so that stopping costs little */
-		if (w.nblocks % AC_PASS_FINISH_PAGES == 0)
-			ac_writer_finish(&w);
-		ac_pause_point("leaf_page", 7);
-		/*
-		 * give way to a session waiting for the leaf or a row, to the
-		 * deadline, or to a lagging standby or subscriber
-		 */
-		if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters() ||
-			(deadline != 0 && GetCurrentTimestamp() >= deadline) ||
-			ac_replicas_lag_over(&lag, &lagpid))
-		{
-			stopped_at = ac_resume_encode(rel, attnos, cfg->ncluster, slot);
-			pass->gave_way = true;
-			break;
-		}
-	}
-	(void) ac_writer_flush(&w);
-	ac_writer_finish(&w);
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	UnregisterSnapshot(snapshot);
-	pass->rows = w.rows;
-	pass->pages = w.nblocks;
-	pass->bytes = w.bytes;
+	if (pass->tail)
+		ac_pass_tail(&r, tail, attnos, ops, colls, cfg->ncluster);
+	else
+		stopped_at = ac_pass_index(&r, index, attnos, cfg->ncluster, &key, nkeys);
+	(void) ac_writer_flush(&r.w);
+	ac_writer_finish(&r.w);
+	UnregisterSnapshot(r.snapshot);
+	pass->rows = r.w.rows;
+	pass->pages = r.w.nblocks;
+	pass->bytes = r.w.bytes;
+	pass->to_front = r.w.nblocks > 0 && r.w.blocks[0] < r.w.lowest_end;
 	pass->paced_us = pace.paced_us;
 	ac_pace_report(&pace, &report);
-	ac_writer_end(&w);
+	ac_writer_end(&r.w);
 	index_close(index, NoLock);
 	ac_progress_end();
 	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
 
 	MemoryContextSwitchTo(oldcxt);
 	pass->detail = ac_pace_detail(&report, 0, false);
+	/* a tail pass keeps the leaf settled; one that stopped leaves no resume point */
 	ac_leaf_record(cfg->relation, leaf, pass->rows, !pass->gave_way,
 				   RelationGetNumberOfBlocks(rel), stopped_at);
 	MemoryContextDelete(cxt);
@@ -554,7 +621,7 @@ archive_cluster_pass_leaf(PG_FUNCTION_ARGS)
 						get_rel_name(leaf)),
 				 errhint("Register the partitioned table with archive_cluster_register(..., mode => 'partitioned').")));
 	ac_check_owner(cfg.relation);
-	ac_pass_leaf(&cfg, leaf, NIL, 0, &pass);
+	ac_pass_leaf(&cfg, leaf, NIL, InvalidBlockNumber, 0, &pass);
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

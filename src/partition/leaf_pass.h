@@ -10,6 +10,7 @@
 
 #include "archive_cluster.h"
 #include "registry/partitioned.h"
+#include "storage/block.h"
 
 typedef struct AcLeafPass
 {
@@ -18,18 +19,15 @@ typedef struct AcLeafPass
 	int64		pages;			/* written */
 	bool		gave_way;		/* stopped for a session waiting on the leaf */
 	bool		resumed;		/* went on from where the last pass gave way */
-	bool		to_front;		/* wrote onto pages VACUUM freed at the front */
+	bool		tail;			/* a tail pass (leaf_space.c) */
+	bool		to_front;		/* wrote onto pages VACUUM freed, not at the end */
 	int64		bytes;			/* of the rows written */
 	int64		paced_us;
 	char	   *detail;			/* how it was paced */
 } AcLeafPass;
 
-/* share of a leaf's front half that VACUUM freed, from which a pass moves rows there */
-#define AC_TO_FRONT_SHARE 0.9
-
 extern bool ac_leaves_have_waiters(List *leaves);
-extern double ac_leaf_front_empty(Oid leaf);
-extern void ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, TimestampTz deadline,
-						 AcLeafPass *pass);
+extern void ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
+						 TimestampTz deadline, AcLeafPass *pass);
 
 #endif							/* ARCHIVE_CLUSTER_LEAF_PASS_H */

@@ -11,9 +11,10 @@
  *		- force;
  *		and, measured once after each VACUUM of a settled leaf (the moved
  *		rows' index entries and the emptied pages are VACUUM's to clear):
- *		- VACUUM freed most of its front half since (AC_TO_FRONT_SHARE):
- *		  the rows of the last pass are at the back, and this pass moves
- *		  them to the front, so that the next VACUUM truncates the file;
+ *		- rows lie beyond the pages it needs, after empty ones (after the
+ *		  first pass and its VACUUM, all of them): a tail pass moves them
+ *		  onto the lowest empty pages, so that the next VACUUM truncates
+ *		  the file (leaf_space.c);
  *		- rows were written into it since (a backfill, updates): over keys
  *		  sampled from its cluster index, the pages beyond a key's ideal
  *		  plus one are archive_cluster.compaction_threshold of its pages or
@@ -56,6 +57,7 @@
 #include "base/guc.h"
 #include "base/util.h"
 #include "partition/leaf_pass.h"
+#include "partition/leaf_space.h"
 #include "partition/leaves.h"
 #include "partition/run_partitioned.h"
 #include "registry/config.h"
@@ -164,15 +166,18 @@ ac_leaf_vacuumed_at(Oid leaf)
 
 /*
  * Why a pass over this leaf is due (a closed one), or NULL if it is not;
+ * *tail: where a tail pass starts (InvalidBlockNumber: a whole pass);
  * *subscribed (if not NULL): not, because a subscription writes into it.
  */
 const char *
-ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed)
+ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed,
+			BlockNumber *tail)
 {
 	AcLeafState st;
 	TimestampTz vacuumed_at;
 	Oid			target;
 
+	*tail = InvalidBlockNumber;
 	if (subscribed)
 		*subscribed = false;
 	if (ac_leaf_closed(cfg, leaf, true) == AC_OPEN)
@@ -195,8 +200,9 @@ ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed)
 	vacuumed_at = ac_leaf_vacuumed_at(leaf);
 	if (vacuumed_at <= st.last_pass_at || vacuumed_at <= st.checked_at)
 		return NULL;
-	if (ac_leaf_front_empty(leaf) >= AC_TO_FRONT_SHARE)
-		return "to the front";
+	*tail = ac_leaf_tail_start(leaf);
+	if (*tail != InvalidBlockNumber)
+		return "tail";
 	if (ac_leaf_loose_share(cfg, leaf) >= Max(archive_cluster_compaction_threshold, 0.001))
 		return "rows written since";
 	ac_leaf_checked(leaf, vacuumed_at);
@@ -244,6 +250,7 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 	int			nsubscribed = 0;
 	int64		waited = 0;
 	bool		subscribed;
+	BlockNumber tail;
 	bool		gave_way = false;
 
 	memset(res, 0, sizeof(*res));
@@ -286,9 +293,9 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 		MemoryContextSwitchTo(leafcxt);
 		PG_TRY();
 		{
-			why = ac_leaf_due(cfg, l->leaf, force, &subscribed);
+			why = ac_leaf_due(cfg, l->leaf, force, &subscribed, &tail);
 			if (why != NULL)
-				ac_pass_leaf(cfg, l->leaf, held, 0, &pass);
+				ac_pass_leaf(cfg, l->leaf, held, tail, 0, &pass);
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);
 			CurrentResourceOwner = oldowner;

@@ -16,7 +16,8 @@
 
 extern void ac_log_pass(AcPartitionedConfig *cfg, Oid leaf, const char *why, AcLeafPass *pass,
 						TimestampTz started, const char *started_by, Oid run_as);
-extern const char *ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed);
+extern const char *ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed,
+							   BlockNumber *tail);
 extern void ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 							   const char *started_by, AcRunResult *res);
 extern void ac_run_partitioned_call(Oid relation, const AcRunArgs *args, AcRunResult *res);

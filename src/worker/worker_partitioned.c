@@ -62,6 +62,7 @@ ac_worker_root_due(Oid root, List **due)
 	AcPartitionedConfig cfg;
 	List	   *leaves;
 	ListCell   *lc;
+	BlockNumber tail;
 
 	if (!ac_load_partitioned(root, &cfg) || get_rel_name(root) == NULL ||
 		ac_run_backoff_until(root, AC_KIND_PASS) > GetCurrentTimestamp())
@@ -71,7 +72,7 @@ ac_worker_root_due(Oid root, List **due)
 	{
 		AcLeaf	   *l = lfirst(lc);
 
-		if (ac_leaf_due(&cfg, l->leaf, false, NULL) != NULL)
+		if (ac_leaf_due(&cfg, l->leaf, false, NULL, &tail) != NULL)
 		{
 			MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
 			AcDueLeaf  *d = palloc(sizeof(AcDueLeaf));
@@ -189,14 +190,15 @@ ac_worker_pass_leaf(AcDueLeaf *d)
 		AcPartitionedConfig cfg;
 		const char *why;
 		AcLeafPass	pass;
+		BlockNumber tail;
 
 		ac_begin("archive_cluster: clustering a partition");
 		if (ac_load_partitioned(d->root, &cfg) && get_rel_name(d->leaf) != NULL &&
-			(why = ac_leaf_due(&cfg, d->leaf, false, NULL)) != NULL)
+			(why = ac_leaf_due(&cfg, d->leaf, false, NULL, &tail)) != NULL)
 		{
 			name = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(d->leaf));
 			ac_pool_worker_activity(AC_ACT_ARCHIVING, d->root);
-			ac_pass_leaf(&cfg, d->leaf, NIL, ac_worker_pass_deadline(), &pass);
+			ac_pass_leaf(&cfg, d->leaf, NIL, tail, ac_worker_pass_deadline(), &pass);
 			if (pass.rows > 0 || pass.busy > 0)
 				ac_log_pass(&cfg, d->leaf, why, &pass, started, "worker",
 							ac_relation_owner(cfg.relation));
