@@ -12,7 +12,7 @@
 #   s_root: publication p_root, publish_via_partition_root = true; another
 #     partitioning (one partition for both closed days, one for the rest),
 #     registered too.
-# After the initial copy, archive_cluster_run('events') passes the closed
+# After the initial copy, archive_cluster_run('events', max_batches => 10) passes the closed
 # leaves while writes go on: the pass held after its first page
 # (archive_cluster.debug_pause = 'leaf_page') while others commit inserts
 # into the open leaf and updates of not yet passed rows of both closed
@@ -237,7 +237,7 @@ $pause_holder->query_safe('SELECT pg_advisory_lock(1094930497, 7)');
 my $runner = $pub->background_psql('postgres', on_error_stop => 0);
 $runner->query_safe(q{SET archive_cluster.debug_pause = 'leaf_page'});
 $runner->query_until(qr/started/,
-	"\\echo started\nSELECT status || ' ' || rows_moved || ' ' || batches FROM archive_cluster_run('events');\n");
+	"\\echo started\nSELECT status || ' ' || rows_moved || ' ' || batches FROM archive_cluster_run('events', max_batches => 10);\n");
 ok( $pub->poll_query_until(
 		'postgres',
 		q{SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 1094930497 AND objid = 7 AND NOT granted}
@@ -303,7 +303,7 @@ $pub_xid = xid_now($pub, 'postgres');
 %sub_xid = map { $_ => xid_now($sub, $_) } qw(dleaf droot);
 $pub->safe_psql('postgres', 'VACUUM events_d1, events_d2');
 is( $pub->safe_psql('postgres',
-		q{SELECT status || ' ' || rows_moved || ' ' || batches FROM archive_cluster_run('events', force => true)}),
+		q{SELECT status || ' ' || rows_moved || ' ' || batches FROM archive_cluster_run('events', force => true, max_batches => 10)}),
 	'passed 9998 2', 'a second, forced run passes both leaves again');
 is( $pub->safe_psql('postgres',
 		q{SELECT string_agg(leaf || ' ' || passes, ', ' ORDER BY leaf::text) FROM archive_cluster_partitions('events')}),
@@ -426,7 +426,7 @@ foreach my $db (qw(dleaf droot))
 		"$db: a pass over $leaf is refused: $target is a target");
 	like($err, qr/DETAIL:  Subscription "$subname" writes into "$target"/, "$db: ... naming the subscription");
 	($rc, $err) = verbose_psql($sub, $db, q{SELECT status FROM archive_cluster_run('events')});
-	like($err, qr/NOTICE:  00000: skipping \d+ partitions of "events": a logical replication subscription writes into them/,
+	like($err, qr/NOTICE:  00000: skipping \d+ partitions? of "events": a logical replication subscription writes into (them|it)/,
 		"$db: archive_cluster_run() leaves the subscription's partitions alone, and says so");
 	is(where_rows($sub, $db, $leaf, 'events'), $where, "$db: nothing moved, no pass recorded");
 }
