@@ -87,20 +87,18 @@ ac_leaf_tail_start(Oid leaf)
 {
 	Relation	rel;
 	BlockNumber start;
-	bool		had = CheckRelationOidLockedByMe(leaf, AccessShareLock, true);
 
-	if (!had && !ConditionalLockRelationOid(leaf, AccessShareLock))
+	/* a lock this transaction held already stays: each taking is counted */
+	if (!ConditionalLockRelationOid(leaf, AccessShareLock))
 		return InvalidBlockNumber;
 	rel = try_relation_open(leaf, NoLock);
 	if (rel == NULL)
 	{
-		if (!had)
-			UnlockRelationOid(leaf, AccessShareLock);
+		UnlockRelationOid(leaf, AccessShareLock);
 		return InvalidBlockNumber;
 	}
 	start = ac_tail_start(rel);
 	relation_close(rel, NoLock);
-	if (!had)
-		UnlockRelationOid(leaf, AccessShareLock);
+	UnlockRelationOid(leaf, AccessShareLock);
 	return start;
 }

@@ -155,25 +155,24 @@ ac_bound_closed(AcPartitionedConfig *cfg, Oid parent, Oid child, TimestampTz cut
 }
 
 /*
- * AccessShareLock on relid if granted at once, or held already (*had: then
- * kept); ac_release_share() lets go of one taken here.  The check of a
- * leaf's rows runs in a run's or the worker's transaction, where a lock kept
- * until commit on a leaf it does not pass would make a DROP, DETACH or a
- * CREATE ... PARTITION OF (which locks the DEFAULT partition) wait for the
- * whole run, unseen by its checks for waiters.
+ * AccessShareLock on relid if granted at once; ac_release_share() lets go
+ * of it (a lock this transaction held already stays: the lock manager
+ * counts each taking).  The check of a leaf's rows runs in a run's or the
+ * worker's transaction, where a lock kept until commit on a leaf it does
+ * not pass would make a DROP, DETACH or a CREATE ... PARTITION OF (which
+ * locks the DEFAULT partition) wait for the whole run, unseen by its checks
+ * for waiters.
  */
 static bool
-ac_try_share(Oid relid, bool *had)
+ac_try_share(Oid relid)
 {
-	*had = CheckRelationOidLockedByMe(relid, AccessShareLock, true);
-	return *had || ConditionalLockRelationOid(relid, AccessShareLock);
+	return ConditionalLockRelationOid(relid, AccessShareLock);
 }
 
 static void
-ac_release_share(Oid relid, bool had)
+ac_release_share(Oid relid)
 {
-	if (!had)
-		UnlockRelationOid(relid, AccessShareLock);
+	UnlockRelationOid(relid, AccessShareLock);
 }
 
 /* Is index a valid btree index led by the age column, ascending, without predicate? */
@@ -239,27 +238,25 @@ ac_rows_closed(AcPartitionedConfig *cfg, Oid leaf, TimestampTz cutoff)
 	Relation	rel;
 	List	   *indexes;
 	ListCell   *lc;
-	bool		had_leaf;
 	bool		found = false;
 	bool		closed = false;
 
 	if (ac_relation_owner(leaf) != ac_relation_owner(cfg->relation) ||
-		!ac_try_share(leaf, &had_leaf))
+		!ac_try_share(leaf))
 		return false;
 	rel = try_relation_open(leaf, NoLock);
 	if (rel == NULL)
 	{
-		ac_release_share(leaf, had_leaf);
+		ac_release_share(leaf);
 		return false;
 	}
 	indexes = rel->rd_rel->relkind == RELKIND_RELATION ? RelationGetIndexList(rel) : NIL;
 	foreach(lc, indexes)
 	{
 		Oid			indexid = lfirst_oid(lc);
-		bool		had_index;
 		Relation	index;
 
-		if (!ac_try_share(indexid, &had_index))
+		if (!ac_try_share(indexid))
 			continue;
 		index = index_open(indexid, NoLock);
 		if (ac_is_age_index(index, rel, cfg->age_column))
@@ -268,12 +265,12 @@ ac_rows_closed(AcPartitionedConfig *cfg, Oid leaf, TimestampTz cutoff)
 			closed = ac_newest_before(rel, index, cutoff);
 		}
 		index_close(index, NoLock);
-		ac_release_share(indexid, had_index);
+		ac_release_share(indexid);
 		if (found)
 			break;
 	}
 	relation_close(rel, NoLock);
-	ac_release_share(leaf, had_leaf);
+	ac_release_share(leaf);
 	return closed;
 }
 
