@@ -32,6 +32,7 @@ OBJS = \
 	src/partition/leaves.o \
 	src/partition/leaf_pass.o \
 	src/partition/leaf_space.o \
+	src/partition/resume_key.o \
 	src/partition/run_partitioned.o \
 	src/base/key_probe.o \
 	src/base/util.o \
