@@ -27,6 +27,7 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 
+#include "compat.h"
 #include "base/lock_waiters.h"
 
 /* Is a process other than ours (and our parallel workers) waiting for this lock? */
@@ -64,24 +65,63 @@ ac_relation_has_waiters(Oid relid)
 	return ac_lock_has_waiters(&tag);
 }
 
+/* subtransactions of this transaction that wrote and ended (ac_xact_watch_current) */
+#define AC_WATCHED_XIDS 64
+static TransactionId ac_watched[AC_WATCHED_XIDS];
+static int	ac_nwatched = 0;
+static LocalTransactionId ac_watched_lxid = InvalidLocalTransactionId;
+
 /*
- * Is a process waiting for this transaction (or its current subtransaction)
- * to end: for a row it deleted, updated or locked (a row a pass moved)?
+ * Before a subtransaction that wrote rows is released into its parent: a
+ * session that waits for one of those rows waits for its transaction ID
+ * (until the top transaction ends), which ac_xact_has_waiters() looks for
+ * too, for the rest of this transaction.
+ */
+void
+ac_xact_watch_current(void)
+{
+	TransactionId xid = GetCurrentTransactionIdIfAny();
+
+	if (ac_watched_lxid != ac_local_xid())
+	{
+		ac_watched_lxid = ac_local_xid();
+		ac_nwatched = 0;
+	}
+	if (TransactionIdIsValid(xid) && ac_nwatched < AC_WATCHED_XIDS)
+		ac_watched[ac_nwatched++] = xid;
+}
+
+/* Is a process waiting for xid to end? */
+static bool
+ac_xid_has_waiters(TransactionId xid)
+{
+	LOCKTAG		tag;
+
+	if (!TransactionIdIsValid(xid))
+		return false;
+	SET_LOCKTAG_TRANSACTION(tag, xid);
+	return ac_lock_has_waiters(&tag);
+}
+
+/*
+ * Is a process waiting for this transaction (its current subtransaction, or
+ * one watched) to end: for a row it deleted, updated or locked (a row a
+ * pass moved)?
  */
 bool
 ac_xact_has_waiters(void)
 {
-	TransactionId xids[2] = {GetCurrentTransactionIdIfAny(), GetTopTransactionIdIfAny()};
+	TransactionId current = GetCurrentTransactionIdIfAny();
+	TransactionId top = GetTopTransactionIdIfAny();
 	int			i;
 
-	for (i = 0; i < 2; i++)
+	if (ac_xid_has_waiters(current) || (top != current && ac_xid_has_waiters(top)))
+		return true;
+	if (ac_watched_lxid != ac_local_xid())
+		return false;
+	for (i = 0; i < ac_nwatched; i++)
 	{
-		LOCKTAG		tag;
-
-		if (!TransactionIdIsValid(xids[i]) || (i == 1 && xids[1] == xids[0]))
-			continue;
-		SET_LOCKTAG_TRANSACTION(tag, xids[i]);
-		if (ac_lock_has_waiters(&tag))
+		if (ac_xid_has_waiters(ac_watched[i]))
 			return true;
 	}
 	return false;

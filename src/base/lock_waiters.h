@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 extern bool ac_relation_has_waiters(Oid relid);
+extern void ac_xact_watch_current(void);
 extern bool ac_xact_has_waiters(void);
 
 #endif							/* ARCHIVE_CLUSTER_LOCK_WAITERS_H */

@@ -62,6 +62,7 @@
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -95,8 +96,16 @@ PG_FUNCTION_INFO_V1(archive_cluster_pass_leaf);
  */
 #define AC_PASS_FINISH_PAGES 256
 
-/* the first key of a pass's advisory lock on its leaf ('ACPL') */
+/* rows a tail pass collects between two looks for a reason to stop */
+#define AC_TAIL_CHECK_ROWS 4096
+
+/*
+ * A pass's advisory lock on its leaf: 'ACPL' and the leaf's OID, in a key
+ * space of its own (pg_advisory_lock() uses 1 and 2 in the tag's fourth
+ * field).
+ */
 #define AC_PASS_LOCK_KEY 0x4143504C
+#define AC_PASS_LOCK_SPACE 0x4143
 
 /* Is another session waiting for a lock on one of these leaves? */
 bool
@@ -168,8 +177,25 @@ typedef struct AcPassRun
 	List	   *locked;			/* leaves this transaction holds: the pass's too */
 	TimestampTz deadline;
 	int64		written;		/* w.rows at the last page */
+	int			pages_unfinished;	/* since the last ac_writer_finish() */
 	AcLeafPass *pass;
 } AcPassRun;
+
+/*
+ * Is the pass to stop: a session waits for a leaf this transaction holds or
+ * for this transaction, the deadline passed, or a standby or subscriber
+ * lags?
+ */
+static bool
+ac_pass_should_stop(AcPassRun *r)
+{
+	int64		lag;
+	int			pid;
+
+	return ac_leaves_have_waiters(r->locked) || ac_xact_has_waiters() ||
+		(r->deadline != 0 && GetCurrentTimestamp() >= r->deadline) ||
+		ac_replicas_lag_over(&lag, &pid);
+}
 
 /*
  * Move the row in slot (read with r->snapshot): delete it, marked as moved,
@@ -182,8 +208,6 @@ ac_pass_move(AcPassRun *r, TupleTableSlot *slot)
 {
 	TM_FailureData tmfd;
 	TM_Result	res;
-	int64		lag;
-	int			pid;
 
 	CHECK_FOR_INTERRUPTS();
 	ac_pace(r->w.pace);
@@ -204,17 +228,40 @@ ac_pass_move(AcPassRun *r, TupleTableSlot *slot)
 	r->written = r->w.rows;
 	ac_progress_rows(r->written);
 	/* the index entries sorted so far, so that stopping costs little */
-	if (r->w.nblocks % AC_PASS_FINISH_PAGES == 0)
+	if (++r->pages_unfinished >= AC_PASS_FINISH_PAGES)
+	{
 		ac_writer_finish(&r->w);
+		r->pages_unfinished = 0;
+	}
 	ac_pause_point("leaf_page", 7);
-	return ac_leaves_have_waiters(r->locked) || ac_xact_has_waiters() ||
-		(r->deadline != 0 && GetCurrentTimestamp() >= r->deadline) ||
-		ac_replicas_lag_over(&lag, &pid);
+	return ac_pass_should_stop(r);
+}
+
+/* Has the row in slot another cluster key than the one in key[] (binary)? */
+static bool
+ac_key_differs(Relation rel, const AttrNumber *attnos, int n, const Datum *key,
+			   TupleTableSlot *slot)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnos[i] - 1);
+		bool		isnull;
+		Datum		value = slot_getattr(slot, attnos[i], &isnull);
+
+		if (isnull || !datumIsEqual(value, key[i], att->attbyval, att->attlen))
+			return true;
+	}
+	return false;
 }
 
 /*
  * A whole pass: the rows in the cluster index's order, from resume (if
- * nkeys) on.  Returns the resume point if it stopped before the end.
+ * nkeys) on.  When it is to stop, it goes on to the end of the cluster key
+ * it is in (the rows of one key are then moved by one pass, and the next
+ * one, starting at the key it stopped at, moves none of them again), and
+ * returns that next key, the resume point.
  */
 static bytea *
 ac_pass_index(AcPassRun *r, Relation index, const AttrNumber *attnos, int n,
@@ -223,17 +270,35 @@ ac_pass_index(AcPassRun *r, Relation index, const AttrNumber *attnos, int n,
 	IndexScanDesc scan = ac_index_beginscan(r->rel, index, r->snapshot, nkeys, 0);
 	TupleTableSlot *slot = table_slot_create(r->rel, NULL);
 	bytea	   *stopped_at = NULL;
+	bool		stopping = false;
+	Datum		last[AC_MAX_CLUSTER_COLS];
+	int			i;
 
 	index_rescan(scan, nkeys > 0 ? key : NULL, nkeys, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
-		if (ac_pass_move(r, slot))
+		if (stopping && ac_key_differs(r->rel, attnos, n, last, slot))
 		{
 			stopped_at = ac_resume_encode(r->rel, attnos, n, slot);
-			r->pass->gave_way = true;
 			break;
 		}
+		if (ac_pass_move(r, slot) && !stopping)
+		{
+			/* the key of the row just moved, to stop after its last row */
+			stopping = true;
+			r->pass->gave_way = true;
+			for (i = 0; i < n; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(RelationGetDescr(r->rel), attnos[i] - 1);
+				bool		isnull;
+
+				last[i] = datumCopy(slot_getattr(slot, attnos[i], &isnull), att->attbyval, att->attlen);
+			}
+		}
 	}
+	/* it was to stop in the leaf's last key: it went through to the end */
+	if (stopping && stopped_at == NULL)
+		r->pass->gave_way = false;
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	return stopped_at;
@@ -261,6 +326,7 @@ ac_pass_tail(AcPassRun *r, BlockNumber tail, const AttrNumber *attnos, const Oid
 	ItemPointerData mintid;
 	ItemPointerData maxtid;
 	TableScanDesc scan;
+	int64		collected = 0;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -283,10 +349,17 @@ ac_pass_tail(AcPassRun *r, BlockNumber tail, const AttrNumber *attnos, const Oid
 	{
 		CHECK_FOR_INTERRUPTS();
 		ac_sort_put(sort, keyslot, slot, attnos, n, &slot->tts_tid);
+		/* nothing moved yet: a session waiting for the leaf need not wait for the sort */
+		if (++collected % AC_TAIL_CHECK_ROWS == 0 && ac_pass_should_stop(r))
+		{
+			r->pass->gave_way = true;
+			break;
+		}
 	}
 	table_endscan(scan);
-	tuplesort_performsort(sort);
-	while (tuplesort_gettupleslot(sort, true, false, sortslot, NULL))
+	if (!r->pass->gave_way)
+		tuplesort_performsort(sort);
+	while (!r->pass->gave_way && tuplesort_gettupleslot(sort, true, false, sortslot, NULL))
 	{
 		bool		isnull;
 		ItemPointerData tid = *(ItemPointer) DatumGetPointer(slot_getattr(sortslot, n + 1, &isnull));
@@ -360,7 +433,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
 		return;
 	}
 	/* one pass at a time on a leaf (ROW EXCLUSIVE does not conflict with itself) */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_PASS_LOCK_KEY, leaf, 2);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, AC_PASS_LOCK_KEY, leaf, AC_PASS_LOCK_SPACE);
 	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 	{
 		table_close(rel, RowExclusiveLock);
@@ -370,6 +443,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
 	locked = lappend_oid(list_copy(held), leaf);
 	if (ac_leaves_have_waiters(locked) || ac_xact_has_waiters())
 	{
+		LockRelease(&tag, ExclusiveLock, false);
 		table_close(rel, RowExclusiveLock);
 		pass->gave_way = true;
 		return;
@@ -426,7 +500,11 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
 	r.snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	ac_progress_phase(AC_PHASE_WRITING);
 	if (pass->tail)
+	{
 		ac_pass_tail(&r, tail, attnos, ops, colls, cfg->ncluster);
+		if (pass->gave_way)
+			stopped_at = ac_resume_tail_mark();
+	}
 	else
 		stopped_at = ac_pass_index(&r, index, attnos, cfg->ncluster, &key, nkeys);
 	(void) ac_writer_flush(&r.w);
@@ -445,7 +523,7 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
 
 	MemoryContextSwitchTo(oldcxt);
 	pass->detail = ac_pace_detail(&report, 0, false);
-	/* a tail pass keeps the leaf settled; one that stopped leaves no resume point */
+	/* one that stopped leaves where it stopped (a tail pass: a mark) */
 	ac_leaf_record(cfg->relation, leaf, pass->rows, !pass->gave_way,
 				   RelationGetNumberOfBlocks(rel), stopped_at);
 	MemoryContextDelete(cxt);

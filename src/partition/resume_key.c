@@ -127,13 +127,28 @@ ac_resume_decode(bytea *resume, Relation rel, const AttrNumber *attnos, int n, D
 /*
  * Set *header (and members[]) to the row comparison "(cluster key) >=
  * values" in the index's operator families, as the executor builds one for
- * a RowCompareExpr; false if a family has no comparison function.
+ * a RowCompareExpr (one column: a plain comparison; nbtree expects a row of
+ * two members at least); false if a family has no such function.
  */
 bool
 ac_resume_keys(Relation index, int n, const Datum *values, ScanKey header, ScanKey members)
 {
 	int			i;
 
+	if (n == 1)
+	{
+		/* one column: a plain "col >= value", as the planner makes of a one-column row */
+		Oid			optype = index->rd_opcintype[0];
+		Oid			geop = get_opfamily_member(index->rd_opfamily[0], optype, optype,
+											   BTGreaterEqualStrategyNumber);
+
+		if (!OidIsValid(geop))
+			return false;
+		ScanKeyEntryInitialize(header, 0, 1, BTGreaterEqualStrategyNumber, optype,
+							   index->rd_indcollation[0], get_opcode(geop), values[0]);
+		return true;
+	}
+	memset(members, 0, sizeof(ScanKeyData) * n);
 	for (i = 0; i < n; i++)
 	{
 		Oid			optype = index->rd_opcintype[i];
@@ -147,7 +162,37 @@ ac_resume_keys(Relation index, int n, const Datum *values, ScanKey header, ScanK
 							   i + 1, BTGreaterEqualStrategyNumber, optype,
 							   index->rd_indcollation[i], cmpproc, values[i]);
 	}
-	ScanKeyEntryInitialize(header, SK_ROW_HEADER, 1, BTGreaterEqualStrategyNumber,
-						   InvalidOid, InvalidOid, InvalidOid, PointerGetDatum(members));
+	/* the header has no function: set as the executor sets one */
+	memset(header, 0, sizeof(ScanKeyData));
+	header->sk_flags = SK_ROW_HEADER;
+	header->sk_attno = 1;
+	header->sk_strategy = BTGreaterEqualStrategyNumber;
+	header->sk_argument = PointerGetDatum(members);
 	return true;
+}
+
+/*
+ * The mark a tail pass leaves when it stops (no columns): the next check
+ * measures the leaf's tail again at once, without waiting for a VACUUM.
+ */
+bytea *
+ac_resume_tail_mark(void)
+{
+	bytea	   *mark = palloc(VARHDRSZ + sizeof(int32));
+	int32		zero = 0;
+
+	SET_VARSIZE(mark, VARHDRSZ + sizeof(int32));
+	memcpy(VARDATA(mark), &zero, sizeof(int32));
+	return mark;
+}
+
+bool
+ac_resume_is_tail_mark(bytea *resume)
+{
+	int32		ncols;
+
+	if (resume == NULL || VARSIZE_ANY_EXHDR(resume) != sizeof(int32))
+		return false;
+	memcpy(&ncols, VARDATA_ANY(resume), sizeof(int32));
+	return ncols == 0;
 }

@@ -21,4 +21,7 @@ extern bool ac_resume_decode(bytea *resume, Relation rel, const AttrNumber *attn
 extern bool ac_resume_keys(Relation index, int n, const Datum *values, ScanKey header,
 						   ScanKey members);
 
+extern bytea *ac_resume_tail_mark(void);
+extern bool ac_resume_is_tail_mark(bytea *resume);
+
 #endif							/* ARCHIVE_CLUSTER_RESUME_KEY_H */

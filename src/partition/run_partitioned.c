@@ -55,10 +55,12 @@
 #include "archive/table_job.h"
 #include "base/cluster_index.h"
 #include "base/guc.h"
+#include "base/lock_waiters.h"
 #include "base/util.h"
 #include "partition/leaf_pass.h"
 #include "partition/leaf_space.h"
 #include "partition/leaves.h"
+#include "partition/resume_key.h"
 #include "partition/run_partitioned.h"
 #include "registry/config.h"
 #include "registry/partitioned.h"
@@ -190,6 +192,15 @@ ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed,
 		return NULL;
 	}
 	ac_leaf_state(leaf, &st);
+	/* a tail pass that stopped: its tail measured again at once */
+	if (ac_resume_is_tail_mark(st.resume_at))
+	{
+		*tail = ac_leaf_tail_start(leaf);
+		if (*tail != InvalidBlockNumber)
+			return "tail";
+		ac_leaf_checked(leaf, ac_leaf_vacuumed_at(leaf));
+		return NULL;
+	}
 	if (st.resume_at != NULL)
 		return "resumed";
 	if (st.settled_at == 0)
@@ -271,7 +282,7 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			res->more = true;
 			break;
 		}
-		if (ac_leaves_have_waiters(held))
+		if (ac_leaves_have_waiters(held) || ac_xact_has_waiters())
 		{
 			gave_way = true;
 			break;
@@ -296,6 +307,8 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			why = ac_leaf_due(cfg, l->leaf, force, &subscribed, &tail);
 			if (why != NULL)
 				ac_pass_leaf(cfg, l->leaf, held, tail, 0, &pass);
+			/* a writer of a row it moved waits for this subtransaction's ID */
+			ac_xact_watch_current();
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(oldcxt);
 			CurrentResourceOwner = oldowner;

@@ -213,7 +213,8 @@ ac_leaf_state(Oid leaf, AcLeafState *state)
 
 /*
  * Record that a settled leaf was found not due after the VACUUM of
- * vacuumed_at: it is not measured again until another VACUUM.
+ * vacuumed_at: it is not measured again until another VACUUM (the mark a
+ * stopped tail pass left goes).
  */
 void
 ac_leaf_checked(Oid leaf, TimestampTz vacuumed_at)
@@ -225,7 +226,7 @@ ac_leaf_checked(Oid leaf, TimestampTz vacuumed_at)
 		elog(ERROR, "SPI_connect failed");
 	values[0] = ObjectIdGetDatum(leaf);
 	values[1] = TimestampTzGetDatum(vacuumed_at);
-	ac_exec_as_extension_owner(psprintf("UPDATE %s SET checked_at = $2 WHERE leaf OPERATOR(pg_catalog.=) $1",
+	ac_exec_as_extension_owner(psprintf("UPDATE %s SET checked_at = $2, resume_at = NULL WHERE leaf OPERATOR(pg_catalog.=) $1",
 										ac_extension_object("archive_cluster_leaves")),
 							   2, argtypes, values, NULL, SPI_OK_UPDATE);
 	SPI_finish();
@@ -257,14 +258,14 @@ ac_leaf_record(Oid relation, Oid leaf, int64 rows, bool settled, BlockNumber blo
 		nulls[5] = 'n';
 	ac_exec_as_extension_owner(psprintf("INSERT INTO %s AS l (leaf, relation, resume_at,"
 										" passes, rows_rewritten, last_pass_at, settled_at, settled_blocks)"
-										" VALUES ($1, $2, $6, 1, $3, pg_catalog.now(),"
-										"  CASE WHEN $4 THEN pg_catalog.now() END, CASE WHEN $4 THEN $5 END)"
+										" VALUES ($1, $2, $6, 1, $3, pg_catalog.clock_timestamp(),"
+										"  CASE WHEN $4 THEN pg_catalog.clock_timestamp() END, CASE WHEN $4 THEN $5 END)"
 										" ON CONFLICT (leaf) DO UPDATE SET relation = $2,"
 										"  resume_at = $6,"
 										"  passes = l.passes OPERATOR(pg_catalog.+) 1,"
 										"  rows_rewritten = l.rows_rewritten OPERATOR(pg_catalog.+) $3,"
-										"  last_pass_at = pg_catalog.now(),"
-										"  settled_at = CASE WHEN $4 THEN pg_catalog.now() ELSE l.settled_at END,"
+										"  last_pass_at = pg_catalog.clock_timestamp(),"
+										"  settled_at = CASE WHEN $4 THEN pg_catalog.clock_timestamp() ELSE l.settled_at END,"
 										"  settled_blocks = CASE WHEN $4 THEN $5 ELSE l.settled_blocks END",
 										ac_extension_object("archive_cluster_leaves")),
 							   6, argtypes, values, nulls, SPI_OK_INSERT);
