@@ -86,14 +86,53 @@ ac_worker_root_due(Oid root, List **due)
 }
 
 /*
- * The due leaves of every registered partitioned table, in ac_cycle_cxt,
- * each table in a subtransaction: an error in one (its owner's) is logged,
- * and the others' leaves are listed.
+ * ac_worker_root_due() of one partitioned table in a subtransaction: an
+ * error in it (its owner's) is a WARNING, and the other tables' leaves are
+ * listed.  The list it returns lives in ac_cycle_cxt.
  */
+static List *
+ac_worker_root_due_caught(Oid root)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	List	   *volatile found = NIL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		List	   *mine = NIL;
+
+		ac_worker_root_due(root, &mine);
+		found = mine;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
+		ac_report_caught(edata, WARNING, get_rel_name(root));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return found;
+}
+
+/* The due leaves of every registered partitioned table, in ac_cycle_cxt. */
 static List *
 ac_worker_due_leaves(void)
 {
-	List	   *due = NIL;
+	List	   *volatile due = NIL;
 
 	PG_TRY();
 	{
@@ -105,40 +144,10 @@ ac_worker_due_leaves(void)
 			ac_partitioned_relations() : NIL;
 		foreach(lc, roots)
 		{
-			MemoryContext oldcxt = CurrentMemoryContext;
-			ResourceOwner oldowner = CurrentResourceOwner;
-			List	   *volatile found = NIL;
-
-			BeginInternalSubTransaction(NULL);
-			MemoryContextSwitchTo(oldcxt);
-			PG_TRY();
-			{
-				List	   *mine = NIL;
-
-				ac_worker_root_due(lfirst_oid(lc), &mine);
-				found = mine;
-				ReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(oldcxt);
-				CurrentResourceOwner = oldowner;
-			}
-			PG_CATCH();
-			{
-				ErrorData  *edata;
-
-				MemoryContextSwitchTo(oldcxt);
-				edata = CopyErrorData();
-				FlushErrorState();
-				RollbackAndReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(oldcxt);
-				CurrentResourceOwner = oldowner;
-				if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-					ReThrowError(edata);
-				ac_report_caught(edata, WARNING, get_rel_name(lfirst_oid(lc)));
-				FreeErrorData(edata);
-			}
-			PG_END_TRY();
+			List	   *found = ac_worker_root_due_caught(lfirst_oid(lc));
 			/* the list outlives this transaction, as its cells do */
-			oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
+			MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
+
 			due = list_concat(due, found);
 			MemoryContextSwitchTo(oldcxt);
 		}
