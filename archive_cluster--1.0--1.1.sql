@@ -232,8 +232,10 @@ LANGUAGE C STRICT VOLATILE;
  * One pass over one closed leaf partition of a registered partitioned
  * table, in the caller's transaction: its rows rewritten in its cluster
  * index's order, each onto an empty page, online (ROW EXCLUSIVE on the leaf
- * alone).  It gives way between pages to a session waiting for a lock on
- * the leaf, and the next pass goes on from there.
+ * alone).  It gives way between pages, at the end of the cluster key it is
+ * in, to a session waiting for a lock on the leaf or for a row it moved,
+ * and the next pass goes on from the next key.  to_front: it wrote onto
+ * pages VACUUM freed, not at the end of the file.
  */
 CREATE FUNCTION archive_cluster_pass_leaf(
 	leaf regclass,

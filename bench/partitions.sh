@@ -281,7 +281,7 @@ done
 # 3 (measured while building). Converging: pt_ac's passes, pt_cl's CLUSTERs
 # --------------------------------------------------------------------------
 # The database's disk (its directory and the temporary files'), bytes
-disk_now() { { du -sb "$pgdata/base/$dboid" "$pgdata/base/pgsql_tmp" 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'; }
+disk_now() { { du -sb "$pgdata/base/$dboid" "$pgdata/base/pgsql_tmp" 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 sampler=""
 sampler_start() {	# the most disk_now shows, every 50 ms, into $work/peak (ends with the server at the latest)
 	disk_now > "$work/peak"
