@@ -29,6 +29,7 @@ OBJS = \
 	src/base/cluster_index.o \
 	src/base/guc.o \
 	src/base/lock_waiters.o \
+	src/base/subxact.o \
 	src/partition/leaves.o \
 	src/partition/leaf_pass.o \
 	src/partition/leaf_space.o \

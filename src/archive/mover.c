@@ -67,7 +67,6 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -90,6 +89,7 @@
 #include "table/table_mode.h"
 #include "archive/threshold.h"
 #include "registry/tiers.h"
+#include "base/subxact.h"
 #include "base/util.h"
 
 /* State of one run of the mover over one table. */
@@ -508,6 +508,27 @@ ac_keep(const char *s)
 	return s ? pstrdup(s) : NULL;
 }
 
+/* a run's moves, in a subtransaction of their own (ac_subxact_call) */
+typedef struct AcMoveCall
+{
+	AcTableConfig *cfg;
+	int64		threshold;
+	bool		force;
+	int			max_batches;
+	bool		careful;
+	bool		wait_replicas;
+	AcMoveResult *res;
+} AcMoveCall;
+
+static void
+ac_move_call(void *arg)
+{
+	AcMoveCall *m = (AcMoveCall *) arg;
+
+	ac_move_once(m->cfg, m->threshold, m->force, m->max_batches, m->careful,
+				 m->wait_replicas, m->res);
+}
+
 /*
  * Move the eligible rows of one registered table (ac_move_once), in a
  * subtransaction and a memory context of its own, both gone when it ends.
@@ -522,51 +543,36 @@ ac_move(AcTableConfig *cfg, int64 threshold, bool force, int max_batches,
 		bool careful, bool wait_replicas, AcMoveResult *res)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
+	AcMoveCall	m;
 	int			attempt;
 
+	m.cfg = cfg;
+	m.threshold = threshold;
+	m.force = force;
+	m.max_batches = max_batches;
+	m.wait_replicas = wait_replicas;
+	m.res = res;
 	for (attempt = careful ? 1 : 0;; attempt++)
 	{
 		MemoryContext movecxt = AllocSetContextCreate(caller, "archive_cluster run",
 													  ALLOCSET_DEFAULT_SIZES);
-		volatile bool done = false;
+		ErrorData  *edata;
 
 		memset(res, 0, sizeof(*res));
 		res->careful = attempt > 0;
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(movecxt);
-		PG_TRY();
+		m.careful = attempt > 0;
+		edata = ac_subxact_call(ac_move_call, &m, movecxt);
+		if (edata == NULL)
 		{
-			ac_move_once(cfg, threshold, force, max_batches, attempt > 0, wait_replicas, res);
-			ReleaseCurrentSubTransaction();
-			CurrentResourceOwner = owner;
-			done = true;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(caller);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			CurrentResourceOwner = owner;
-			MemoryContextSwitchTo(caller);
-			MemoryContextDelete(movecxt);
-			if (attempt > 0 ||
-				ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
-				ReThrowError(edata);
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
-
-		if (done)
-		{
-			MemoryContextSwitchTo(caller);
 			res->refused_detail = ac_keep(res->refused_detail);
 			res->busy_key = ac_keep(res->busy_key);
 			MemoryContextDelete(movecxt);
 			return;
 		}
+		MemoryContextDelete(movecxt);
+		if (attempt > 0 ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
 	}
 }

@@ -25,7 +25,6 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -34,6 +33,7 @@
 #include "compat.h"
 #include "base/guc.h"
 #include "archive/table_job.h"
+#include "base/subxact.h"
 #include "base/util.h"
 #include "pace/commit_latency.h"
 #include "registry/config.h"
@@ -243,6 +243,23 @@ ac_caller(void)
 	return "manual";
 }
 
+/* one table's work, in a subtransaction of its own (ac_subxact_call) */
+typedef struct AcTableWorkOne
+{
+	AcTableWork work;
+	AcTableConfig *cfg;
+	void	   *arg;
+	AcRunResult *res;
+} AcTableWorkOne;
+
+static void
+ac_table_work_one(void *arg)
+{
+	AcTableWorkOne *one = (AcTableWorkOne *) arg;
+
+	one->work(one->cfg, one->arg, one->res);
+}
+
 /*
  * The body of archive_cluster_run() and archive_cluster_compact(), whose
  * first argument is a relation (NULL: all): "work" does one table, and its
@@ -302,12 +319,12 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 	{
 		List	   *relations = ac_registered_relations();
 		ListCell   *lc;
+		AcTableWorkOne one;
 
 		foreach(lc, relations)
 		{
 			Oid			relation = lfirst_oid(lc);
-			MemoryContext oldcxt = CurrentMemoryContext;
-			ResourceOwner oldowner = CurrentResourceOwner;
+			ErrorData  *edata;
 
 			if (!ac_load_config(relation, &cfg) ||
 				!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relation)))
@@ -327,29 +344,13 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 				continue;
 			}
 
-			BeginInternalSubTransaction(NULL);
-			MemoryContextSwitchTo(oldcxt);
-			PG_TRY();
+			one.work = work;
+			one.cfg = &cfg;
+			one.arg = arg;
+			one.res = &res;
+			edata = ac_subxact_call(ac_table_work_one, &one, NULL);
+			if (edata != NULL)
 			{
-				work(&cfg, arg, &res);
-				ReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(oldcxt);
-				CurrentResourceOwner = oldowner;
-			}
-			PG_CATCH();
-			{
-				ErrorData  *edata;
-
-				MemoryContextSwitchTo(oldcxt);
-				edata = CopyErrorData();
-				FlushErrorState();
-				RollbackAndReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(oldcxt);
-				CurrentResourceOwner = oldowner;
-
-				/* a cancel or statement_timeout ends the call, as it ends any statement */
-				if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-					ReThrowError(edata);
 				ac_report_caught(edata, WARNING, get_rel_name(relation));
 				res.status = psprintf("error: %s", edata->message);
 				res.rows = 0;
@@ -360,7 +361,6 @@ ac_each_table(FunctionCallInfo fcinfo, const char *kind, AcTableWork work, void 
 								 edata->message);
 				FreeErrorData(edata);
 			}
-			PG_END_TRY();
 			ac_put_result(rsinfo, kind, relation, &res);
 		}
 		/* then the partitioned tables the caller owns */

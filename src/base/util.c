@@ -29,6 +29,7 @@
 
 #include "compat.h"
 #include "base/guc.h"
+#include "base/subxact.h"
 #include "base/util.h"
 
 /*
@@ -273,6 +274,26 @@ ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
 				 errmsg("relation with OID %u does not exist", relid)));
 }
 
+/* a lock taken with lock_timeout (ac_lock_relation_bounded) */
+typedef struct AcBoundedLock
+{
+	Oid			relid;
+	LOCKMODE	mode;
+	const char *timeout;
+} AcBoundedLock;
+
+static void
+ac_lock_with_timeout(void *arg)
+{
+	AcBoundedLock *bl = (AcBoundedLock *) arg;
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("lock_timeout", bl->timeout, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	LockRelationOid(bl->relid, bl->mode);
+	AtEOXact_GUC(true, nestlevel);
+}
+
 /*
  * Take a lock on a relation, waiting at most timeout_ms for it (0: not at
  * all), without an error: false when it was not granted in time.  The wait
@@ -285,48 +306,26 @@ ac_lock_with_retries(Oid relid, int timeout_ms, int retries)
 bool
 ac_lock_relation_bounded(Oid relid, LOCKMODE mode, int timeout_ms)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
 	char		buf[32];
-	volatile bool locked = false;
+	AcBoundedLock bl;
+	ErrorData  *edata;
 
 	if (ConditionalLockRelationOid(relid, mode))
 		return true;
 	if (timeout_ms <= 0)
 		return false;
 	snprintf(buf, sizeof(buf), "%d", timeout_ms);
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		int			nestlevel = NewGUCNestLevel();
-
-		(void) set_config_option("lock_timeout", buf, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		LockRelationOid(relid, mode);
-		AtEOXact_GUC(true, nestlevel);
-		ReleaseCurrentSubTransaction();	/* the lock goes to the caller */
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		locked = true;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-	return locked;
+	bl.relid = relid;
+	bl.mode = mode;
+	bl.timeout = buf;
+	/* the subtransaction's lock goes to the caller when it commits */
+	edata = ac_subxact_call(ac_lock_with_timeout, &bl, NULL);
+	if (edata == NULL)
+		return true;
+	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		ReThrowError(edata);
+	FreeErrorData(edata);
+	return false;
 }
 
 /* error context callback of ac_report_caught */

@@ -67,7 +67,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplesort.h"
-#include "utils/typcache.h"
 
 #include "compat.h"
 #include "archive/archive_writer.h"
@@ -178,6 +177,9 @@ typedef struct AcPassRun
 	TimestampTz deadline;
 	int64		written;		/* w.rows at the last page */
 	int			pages_unfinished;	/* since the last ac_writer_finish() */
+	/* the cluster index's comparison of each key column, and its collation */
+	FmgrInfo	cmp[AC_MAX_CLUSTER_COLS];
+	Oid			colls[AC_MAX_CLUSTER_COLS];
 	AcLeafPass *pass;
 } AcPassRun;
 
@@ -237,20 +239,25 @@ ac_pass_move(AcPassRun *r, TupleTableSlot *slot)
 	return ac_pass_should_stop(r);
 }
 
-/* Has the row in slot another cluster key than the one in key[] (binary)? */
+/*
+ * Has the row in slot another cluster key than the one in key[], as the
+ * cluster index compares them (equal keys may differ in their bytes: 1.0
+ * and 1.00, a nondeterministic collation's 'a' and 'A')?
+ */
 static bool
-ac_key_differs(Relation rel, const AttrNumber *attnos, int n, const Datum *key,
+ac_key_differs(AcPassRun *r, const AttrNumber *attnos, int n, const Datum *key,
 			   TupleTableSlot *slot)
 {
 	int			i;
 
 	for (i = 0; i < n; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnos[i] - 1);
 		bool		isnull;
 		Datum		value = slot_getattr(slot, attnos[i], &isnull);
 
-		if (isnull || !datumIsEqual(value, key[i], att->attbyval, att->attlen))
+		/* cluster columns are NOT NULL (registration checks it) */
+		if (isnull ||
+			DatumGetInt32(FunctionCall2Coll(&r->cmp[i], r->colls[i], value, key[i])) != 0)
 			return true;
 	}
 	return false;
@@ -277,7 +284,7 @@ ac_pass_index(AcPassRun *r, Relation index, const AttrNumber *attnos, int n,
 	index_rescan(scan, nkeys > 0 ? key : NULL, nkeys, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
-		if (stopping && ac_key_differs(r->rel, attnos, n, last, slot))
+		if (stopping && ac_key_differs(r, attnos, n, last, slot))
 		{
 			stopped_at = ac_resume_encode(r->rel, attnos, n, slot);
 			break;
@@ -465,14 +472,16 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
 	ac_flush_as_written();
 	ac_progress_begin('p', cfg->relation, leaf, ac_is_background_worker());
 	index = index_open(indexid, RowExclusiveLock);
+	/* the index's order (its operator class and collation), which a tail pass sorts by too */
 	for (i = 0; i < cfg->ncluster; i++)
 	{
-		Form_pg_attribute a;
-
 		attnos[i] = index->rd_index->indkey.values[i];
-		a = TupleDescAttr(RelationGetDescr(rel), attnos[i] - 1);
-		ops[i] = lookup_type_cache(a->atttypid, TYPECACHE_LT_OPR)->lt_opr;
-		colls[i] = a->attcollation;
+		ops[i] = get_opfamily_member(index->rd_opfamily[i], index->rd_opcintype[i],
+									 index->rd_opcintype[i], BTLessStrategyNumber);
+		if (!OidIsValid(ops[i]))
+			elog(ERROR, "missing operator %d(%u,%u) in opfamily %u", BTLessStrategyNumber,
+				 index->rd_opcintype[i], index->rd_opcintype[i], index->rd_opfamily[i]);
+		colls[i] = index->rd_indcollation[i];
 	}
 	if (!pass->tail && ac_resume_decode(st.resume_at, rel, attnos, cfg->ncluster, resume) &&
 		ac_resume_keys(index, cfg->ncluster, resume, &key, members))
@@ -491,6 +500,12 @@ ac_pass_leaf(AcPartitionedConfig *cfg, Oid leaf, List *held, BlockNumber tail,
 	r.locked = locked;
 	r.deadline = deadline;
 	r.pass = pass;
+	for (i = 0; i < cfg->ncluster; i++)
+	{
+		fmgr_info(get_opfamily_proc(index->rd_opfamily[i], index->rd_opcintype[i],
+									index->rd_opcintype[i], BTORDER_PROC), &r.cmp[i]);
+		r.colls[i] = colls[i];
+	}
 	ac_writer_begin(&r.w, rel, false, &pace);
 	ac_writer_set_order(&r.w, cfg->ncluster, attnos, ops, colls);
 	/* a tail pass writes below the tail only */

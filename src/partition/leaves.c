@@ -36,6 +36,7 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_partitioned_table.h"
 #include "catalog/pg_type_d.h"
+#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -175,14 +176,22 @@ ac_release_share(Oid relid)
 	UnlockRelationOid(relid, AccessShareLock);
 }
 
-/* Is index a valid btree index led by the age column, ascending, without predicate? */
+/*
+ * Is index a valid btree index led by the age column, ascending, without
+ * predicate, of the column type's default operator class (its functions are
+ * PostgreSQL's, not code of the table's owner that the caller would run)?
+ */
 static bool
 ac_is_age_index(Relation index, Relation rel, const char *age_column)
 {
 	Form_pg_index ix = index->rd_index;
+	Oid			opclass;
 
-	return ix->indisvalid && ix->indkey.values[0] > 0 &&
-		index->rd_rel->relam == BTREE_AM_OID &&
+	if (index->rd_rel->relam != BTREE_AM_OID || ix->indkey.values[0] <= 0)
+		return false;
+	opclass = GetDefaultOpClass(index->rd_opcintype[0], BTREE_AM_OID);
+	return ix->indisvalid && OidIsValid(opclass) &&
+		get_opclass_family(opclass) == index->rd_opfamily[0] &&
 		(index->rd_indoption[0] & INDOPTION_DESC) == 0 &&
 		heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) &&
 		strcmp(NameStr(TupleDescAttr(RelationGetDescr(rel), ix->indkey.values[0] - 1)->attname),
@@ -241,12 +250,14 @@ ac_rows_closed(AcPartitionedConfig *cfg, Oid leaf, TimestampTz cutoff)
 	bool		found = false;
 	bool		closed = false;
 
-	if (ac_relation_owner(leaf) != ac_relation_owner(cfg->relation) ||
-		!ac_try_share(leaf))
+	/* locked first: a leaf dropped meanwhile (retention) is not an error */
+	if (!ac_try_share(leaf))
 		return false;
 	rel = try_relation_open(leaf, NoLock);
-	if (rel == NULL)
+	if (rel == NULL || rel->rd_rel->relowner != ac_relation_owner(cfg->relation))
 	{
+		if (rel != NULL)
+			relation_close(rel, NoLock);
 		ac_release_share(leaf);
 		return false;
 	}
@@ -258,6 +269,12 @@ ac_rows_closed(AcPartitionedConfig *cfg, Oid leaf, TimestampTz cutoff)
 
 		if (!ac_try_share(indexid))
 			continue;
+		/* dropped (DROP INDEX CONCURRENTLY) since the list was read */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(indexid)))
+		{
+			ac_release_share(indexid);
+			continue;
+		}
 		index = index_open(indexid, NoLock);
 		if (ac_is_age_index(index, rel, cfg->age_column))
 		{

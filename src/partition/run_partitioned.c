@@ -44,10 +44,10 @@
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -56,6 +56,7 @@
 #include "base/cluster_index.h"
 #include "base/guc.h"
 #include "base/lock_waiters.h"
+#include "base/subxact.h"
 #include "base/util.h"
 #include "partition/leaf_pass.h"
 #include "partition/leaf_space.h"
@@ -137,6 +138,26 @@ ac_leaf_loose_share(AcPartitionedConfig *cfg, Oid leaf)
 }
 
 /*
+ * ac_leaf_loose_share() as the partitioned table's owner, as a pass runs:
+ * reading the cluster index calls its operator class's functions, which
+ * are the owner's code, and the worker or a superuser's call must not run
+ * them with its own rights.
+ */
+static double
+ac_leaf_loose_share_as_owner(AcPartitionedConfig *cfg, Oid leaf)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	double		share;
+
+	ac_switch_to_owner(cfg->relation, &save_userid, &save_sec_context, &save_nestlevel);
+	share = ac_leaf_loose_share(cfg, leaf);
+	ac_restore_user(save_userid, save_sec_context, save_nestlevel);
+	return share;
+}
+
+/*
  * When VACUUM last ran on leaf (0: never, as far as the statistics know):
  * until then, its indexes still hold the entries of the rows the last pass
  * moved, and the pages of those would count as loose.
@@ -166,20 +187,38 @@ ac_leaf_vacuumed_at(Oid leaf)
 	return result;
 }
 
+/* A settled leaf measured after the VACUUM of vacuumed_at is not due. */
+static void
+ac_leaf_not_due(Oid leaf, TimestampTz vacuumed_at, AcLeafCheck *check)
+{
+	if (check)
+	{
+		check->found = true;
+		check->vacuumed_at = vacuumed_at;
+	}
+	else
+		ac_leaf_checked(leaf, vacuumed_at);
+}
+
 /*
  * Why a pass over this leaf is due (a closed one), or NULL if it is not;
  * *tail: where a tail pass starts (InvalidBlockNumber: a whole pass);
  * *subscribed (if not NULL): not, because a subscription writes into it.
+ * A settled leaf measured and found not due is recorded (ac_leaf_checked)
+ * so that it is not measured again before the next VACUUM; with check not
+ * NULL, the caller records it (check->found).
  */
 const char *
 ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed,
-			BlockNumber *tail)
+			BlockNumber *tail, AcLeafCheck *check)
 {
 	AcLeafState st;
 	TimestampTz vacuumed_at;
 	Oid			target;
 
 	*tail = InvalidBlockNumber;
+	if (check)
+		memset(check, 0, sizeof(*check));
 	if (subscribed)
 		*subscribed = false;
 	if (ac_leaf_closed(cfg, leaf, true) == AC_OPEN)
@@ -198,7 +237,7 @@ ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed,
 		*tail = ac_leaf_tail_start(leaf);
 		if (*tail != InvalidBlockNumber)
 			return "tail";
-		ac_leaf_checked(leaf, ac_leaf_vacuumed_at(leaf));
+		ac_leaf_not_due(leaf, ac_leaf_vacuumed_at(leaf), check);
 		return NULL;
 	}
 	if (st.resume_at != NULL)
@@ -214,9 +253,9 @@ ac_leaf_due(AcPartitionedConfig *cfg, Oid leaf, bool force, bool *subscribed,
 	*tail = ac_leaf_tail_start(leaf);
 	if (*tail != InvalidBlockNumber)
 		return "tail";
-	if (ac_leaf_loose_share(cfg, leaf) >= Max(archive_cluster_compaction_threshold, 0.001))
+	if (ac_leaf_loose_share_as_owner(cfg, leaf) >= Max(archive_cluster_compaction_threshold, 0.001))
 		return "rows written since";
-	ac_leaf_checked(leaf, vacuumed_at);
+	ac_leaf_not_due(leaf, vacuumed_at, check);
 	return NULL;
 }
 
@@ -245,10 +284,92 @@ ac_log_pass(AcPartitionedConfig *cfg, Oid leaf, const char *why, AcLeafPass *pas
 	ac_log_run(&log);
 }
 
+/* one leaf of a manual call, in a subtransaction of its own (ac_subxact_call) */
+typedef struct AcLeafCall
+{
+	AcPartitionedConfig *cfg;
+	Oid			leaf;
+	bool		force;
+	List	   *held;
+	const char *why;			/* due: why; NULL: not due */
+	bool		subscribed;
+	AcLeafCheck check;
+	AcLeafPass	pass;
+} AcLeafCall;
+
+static void
+ac_leaf_call(void *arg)
+{
+	AcLeafCall *c = (AcLeafCall *) arg;
+	BlockNumber tail;
+
+	c->why = ac_leaf_due(c->cfg, c->leaf, c->force, &c->subscribed, &tail, &c->check);
+	if (c->why != NULL)
+		ac_pass_leaf(c->cfg, c->leaf, c->held, tail, 0, &c->pass);
+	/* a writer of a row it moved waits for this subtransaction's ID */
+	ac_xact_watch_current();
+}
+
+/*
+ * A later leaf of a manual call: the leaves passed before it stay locked
+ * until the call's transaction ends, so a lagging standby or subscriber is
+ * not waited for; the call stops.
+ */
+static bool
+ac_replicas_keep_up(const char *relname)
+{
+	int64		lag;
+	int			pid;
+
+	if (!ac_replicas_lag_over(&lag, &pid))
+		return true;
+	ac_report_replica_lag(NOTICE, relname, true, lag, pid, 0);
+	return false;
+}
+
+/* a settled leaf found not due, recorded at the end of a manual call */
+typedef struct AcLeafChecked
+{
+	Oid			leaf;
+	TimestampTz vacuumed_at;
+} AcLeafChecked;
+
+/* the leaves of a manual call found not due (a List of AcLeafChecked) */
+static void
+ac_record_checked(void *arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, (List *) arg)
+	{
+		AcLeafChecked *ch = lfirst(lc);
+
+		ac_leaf_checked(ch->leaf, ch->vacuumed_at);
+	}
+}
+
+/*
+ * May this transaction start another subtransaction that writes, without
+ * overflowing its backend's cache of subtransaction IDs?  A run of every
+ * table before, or earlier calls in the same transaction block, count too.
+ */
+static bool
+ac_subxids_left(void)
+{
+	return !MyProc->subxidStatus.overflowed &&
+		MyProc->subxidStatus.count < PGPROC_MAX_CACHED_SUBXIDS - 1;
+}
+
 /*
  * Pass the due closed leaves of cfg's partitioned table, at most max_leaves
- * of them (0: all), in the caller's transaction.  An error in one leaf is a
- * WARNING (recorded), and the others go on; a cancel ends the call.
+ * of them (1 to AC_LEAVES_PER_CALL), in the caller's transaction.  An error
+ * in one leaf is a WARNING (recorded), and the others go on; a cancel ends
+ * the call.  Each leaf is a subtransaction; one that writes takes a
+ * transaction ID, and a backend caches at most PGPROC_MAX_CACHED_SUBXIDS of
+ * them for others' snapshots (more make every snapshot of every session
+ * slower until the call ends): so the leaves found not due are recorded
+ * after the loop, in one subtransaction, and the call stops after
+ * AC_LEAVES_PER_CALL leaves or before the cache is full.
  */
 void
 ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
@@ -256,28 +377,27 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 {
 	List	   *leaves = ac_partition_leaves(cfg);
 	List	   *held = NIL;
+	List	   *checked = NIL;
 	ListCell   *lc;
 	int			passed = 0;
 	int			nsubscribed = 0;
 	int64		waited = 0;
-	bool		subscribed;
-	BlockNumber tail;
 	bool		gave_way = false;
 
+	max_leaves = Max(1, Min(max_leaves, AC_LEAVES_PER_CALL));
 	memset(res, 0, sizeof(*res));
 	res->started = GetCurrentTimestamp();
 	foreach(lc, leaves)
 	{
 		AcLeaf	   *l = lfirst(lc);
 		MemoryContext oldcxt = CurrentMemoryContext;
-		ResourceOwner oldowner = CurrentResourceOwner;
 		TimestampTz started = GetCurrentTimestamp();
 		MemoryContext leafcxt;
-		const char *volatile why;
-		AcLeafPass	pass;
+		ErrorData  *edata;
+		AcLeafCall	c;
 
 		CHECK_FOR_INTERRUPTS();
-		if (max_leaves > 0 && passed >= max_leaves)
+		if (passed >= max_leaves || (passed > 0 && !ac_subxids_left()))
 		{
 			res->more = true;
 			break;
@@ -287,46 +407,30 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			gave_way = true;
 			break;
 		}
-		/* what the pass allocates goes with it, failed or not */
-		leafcxt = AllocSetContextCreate(oldcxt, "archive_cluster pass", ALLOCSET_DEFAULT_SIZES);
-		why = NULL;
-		/* a lagging standby or subscriber: waited for before the leaf is locked */
-		if (!ac_call_wait_for_replicas(get_rel_name(cfg->relation), true, &waited))
+		/* a lagging standby or subscriber: waited for before the first leaf is locked */
+		if (held == NIL ?
+			!ac_call_wait_for_replicas(get_rel_name(cfg->relation), true, &waited) :
+			!ac_replicas_keep_up(get_rel_name(cfg->relation)))
 		{
-			MemoryContextDelete(leafcxt);
 			res->lagged = true;
 			break;
 		}
 		res->replica_us += waited;
 		res->paced_us += waited;
 		waited = 0;
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(leafcxt);
-		PG_TRY();
+		/* what the pass allocates goes with it, failed or not */
+		leafcxt = AllocSetContextCreate(oldcxt, "archive_cluster pass", ALLOCSET_DEFAULT_SIZES);
+		memset(&c, 0, sizeof(c));
+		c.cfg = cfg;
+		c.leaf = l->leaf;
+		c.force = force;
+		c.held = held;
+		edata = ac_subxact_call(ac_leaf_call, &c, leafcxt);
+		if (edata != NULL)
 		{
-			why = ac_leaf_due(cfg, l->leaf, force, &subscribed, &tail);
-			if (why != NULL)
-				ac_pass_leaf(cfg, l->leaf, held, tail, 0, &pass);
-			/* a writer of a row it moved waits for this subtransaction's ID */
-			ac_xact_watch_current();
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(oldcxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
 			MemoryContextDelete(leafcxt);
-			/* a cancel, or running out of disk or memory, ends the call */
-			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-				ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INSUFFICIENT_RESOURCES)
+			/* running out of disk or memory ends the call */
+			if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INSUFFICIENT_RESOURCES)
 				ReThrowError(edata);
 			ac_report_caught(edata, WARNING, get_rel_name(l->leaf));
 			ac_log_run_error(cfg->relation, AC_KIND_PASS, started, started_by,
@@ -334,30 +438,47 @@ ac_run_partitioned(AcPartitionedConfig *cfg, bool force, int max_leaves,
 			FreeErrorData(edata);
 			continue;
 		}
-		PG_END_TRY();
-		if (subscribed)
+		if (c.subscribed)
 			nsubscribed++;
-		if (why == NULL)
+		if (c.check.found)
+		{
+			AcLeafChecked *ch = palloc(sizeof(AcLeafChecked));
+
+			ch->leaf = l->leaf;
+			ch->vacuumed_at = c.check.vacuumed_at;
+			checked = lappend(checked, ch);
+		}
+		if (c.why == NULL)
 		{
 			MemoryContextDelete(leafcxt);
 			continue;
 		}
-
 		held = lappend_oid(held, l->leaf);
-		if (pass.rows > 0 || pass.busy > 0)
-			ac_log_pass(cfg, l->leaf, why, &pass, started, started_by,
+		if (c.pass.rows > 0 || c.pass.busy > 0)
+			ac_log_pass(cfg, l->leaf, c.why, &c.pass, started, started_by,
 						ac_relation_owner(cfg->relation));
 		MemoryContextDelete(leafcxt);
-		res->rows += pass.rows;
-		res->bytes += pass.bytes;
-		res->paced_us += pass.paced_us;
-		if (pass.rows > 0)
+		res->rows += c.pass.rows;
+		res->bytes += c.pass.bytes;
+		res->paced_us += c.pass.paced_us;
+		if (c.pass.rows > 0)
 			res->batches++;
 		passed++;
-		if (pass.gave_way)
+		if (c.pass.gave_way)
 		{
 			gave_way = true;
 			break;
+		}
+	}
+	/* in one subtransaction: an error there (only a check lost) is a WARNING */
+	if (checked != NIL)
+	{
+		ErrorData  *edata = ac_subxact_call(ac_record_checked, checked, NULL);
+
+		if (edata != NULL)
+		{
+			ac_report_caught(edata, WARNING, get_rel_name(cfg->relation));
+			FreeErrorData(edata);
 		}
 	}
 	if (nsubscribed > 0)

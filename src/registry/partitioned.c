@@ -214,7 +214,9 @@ ac_leaf_state(Oid leaf, AcLeafState *state)
 /*
  * Record that a settled leaf was found not due after the VACUUM of
  * vacuumed_at: it is not measured again until another VACUUM (the mark a
- * stopped tail pass left goes).
+ * stopped tail pass left goes).  A row another transaction holds (a pass of
+ * the leaf, another check) is skipped, not waited for: the leaf is only
+ * measured again.
  */
 void
 ac_leaf_checked(Oid leaf, TimestampTz vacuumed_at)
@@ -226,7 +228,10 @@ ac_leaf_checked(Oid leaf, TimestampTz vacuumed_at)
 		elog(ERROR, "SPI_connect failed");
 	values[0] = ObjectIdGetDatum(leaf);
 	values[1] = TimestampTzGetDatum(vacuumed_at);
-	ac_exec_as_extension_owner(psprintf("UPDATE %s SET checked_at = $2, resume_at = NULL WHERE leaf OPERATOR(pg_catalog.=) $1",
+	ac_exec_as_extension_owner(psprintf("UPDATE %s l SET checked_at = $2, resume_at = NULL"
+										" FROM (SELECT leaf FROM %s WHERE leaf OPERATOR(pg_catalog.=) $1"
+										" FOR UPDATE SKIP LOCKED) free WHERE l.leaf OPERATOR(pg_catalog.=) free.leaf",
+										ac_extension_object("archive_cluster_leaves"),
 										ac_extension_object("archive_cluster_leaves")),
 							   2, argtypes, values, NULL, SPI_OK_UPDATE);
 	SPI_finish();

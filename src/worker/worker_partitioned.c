@@ -30,10 +30,10 @@
 #include "utils/lsyscache.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "base/guc.h"
+#include "base/subxact.h"
 #include "base/util.h"
 #include "pace/replica_wait.h"
 #include "partition/leaf_pass.h"
@@ -72,7 +72,7 @@ ac_worker_root_due(Oid root, List **due)
 	{
 		AcLeaf	   *l = lfirst(lc);
 
-		if (ac_leaf_due(&cfg, l->leaf, false, NULL, &tail) != NULL)
+		if (ac_leaf_due(&cfg, l->leaf, false, NULL, &tail, NULL) != NULL)
 		{
 			MemoryContext oldcxt = MemoryContextSwitchTo(ac_cycle_cxt);
 			AcDueLeaf  *d = palloc(sizeof(AcDueLeaf));
@@ -85,6 +85,21 @@ ac_worker_root_due(Oid root, List **due)
 	}
 }
 
+/* one partitioned table's due leaves, listed in a subtransaction */
+typedef struct AcRootDue
+{
+	Oid			root;
+	List	   *due;
+} AcRootDue;
+
+static void
+ac_worker_root_due_one(void *arg)
+{
+	AcRootDue  *rd = (AcRootDue *) arg;
+
+	ac_worker_root_due(rd->root, &rd->due);
+}
+
 /*
  * ac_worker_root_due() of one partitioned table in a subtransaction: an
  * error in it (its owner's) is a WARNING, and the other tables' leaves are
@@ -93,39 +108,19 @@ ac_worker_root_due(Oid root, List **due)
 static List *
 ac_worker_root_due_caught(Oid root)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	List	   *volatile found = NIL;
+	AcRootDue	rd;
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
+	rd.root = root;
+	rd.due = NIL;
+	edata = ac_subxact_call(ac_worker_root_due_one, &rd, NULL);
+	if (edata != NULL)
 	{
-		List	   *mine = NIL;
-
-		ac_worker_root_due(root, &mine);
-		found = mine;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			ReThrowError(edata);
 		ac_report_caught(edata, WARNING, get_rel_name(root));
 		FreeErrorData(edata);
+		return NIL;
 	}
-	PG_END_TRY();
-	return found;
+	return rd.due;
 }
 
 /* The due leaves of every registered partitioned table, in ac_cycle_cxt. */
@@ -203,7 +198,7 @@ ac_worker_pass_leaf(AcDueLeaf *d)
 
 		ac_begin("archive_cluster: clustering a partition");
 		if (ac_load_partitioned(d->root, &cfg) && get_rel_name(d->leaf) != NULL &&
-			(why = ac_leaf_due(&cfg, d->leaf, false, NULL, &tail)) != NULL)
+			(why = ac_leaf_due(&cfg, d->leaf, false, NULL, &tail, NULL)) != NULL)
 		{
 			name = MemoryContextStrdup(ac_cycle_cxt, get_rel_name(d->leaf));
 			ac_pool_worker_activity(AC_ACT_ARCHIVING, d->root);
