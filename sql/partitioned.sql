@@ -175,3 +175,71 @@ SELECT leaf, passes, settled_at IS NOT NULL AS settled FROM archive_cluster_part
 -- compaction does not apply
 SELECT try($$SELECT * FROM archive_cluster_compact('pr')$$);
 DROP TABLE pr;
+
+-- archive_cluster_fragmentation(leaf, key) on a leaf partition of a
+-- registered partitioned table, before and after its passes: it reads the
+-- leaf's (cid, ts) index, so it reports each key's pages as the index points
+-- to them: scattered before, the same plus the new pages after a pass (the
+-- moved rows' entries stay until VACUUM), about the ideal after that VACUUM.
+CREATE TABLE pf (id int NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL, pad text)
+	PARTITION BY RANGE (ts);
+CREATE TABLE pf_1 PARTITION OF pf FOR VALUES FROM ('2020-01-01') TO ('2020-01-02');
+CREATE TABLE pf_now PARTITION OF pf FOR VALUES FROM ('2020-01-02') TO (MAXVALUE);
+CREATE INDEX ON pf (cid, ts);
+-- 40 customers, one row each in turn: every page holds rows of every customer
+INSERT INTO pf SELECT g, g % 40, '2020-01-01'::timestamptz + g * interval '5 s', repeat('z', 100)
+	FROM generate_series(1, 12000) g;
+INSERT INTO pf SELECT g, g % 40, now(), 'hot' FROM generate_series(12001, 12040) g;
+SELECT archive_cluster_register('pf', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+ANALYZE pf_1;
+SELECT checksum('pf_1') AS pf_before \gset
+-- the real pages per key of the leaf's rows (from their ctid) and their ideal
+CREATE TEMP VIEW pf_real AS
+	SELECT round(avg(pages), 1) AS pages, round(avg(ideal), 1) AS ideal FROM key_pages('pf_1', 'cid');
+-- before: every key sampled, each on about all the pages of the leaf
+SELECT tier, table_name, index_name, table_rows, table_pages, keys_sampled, rows_sampled,
+	   round(avg_pages_per_key::numeric, 1) AS avg_pages, max_pages_per_key,
+	   round(ideal_pages_per_key::numeric, 1) AS ideal,
+	   fragmentation_ratio > 20 AS fragmented, rows_per_page_touched < 2 AS about_one_row_per_page
+FROM archive_cluster_fragmentation('pf_1', 'cid');
+SELECT round(f.avg_pages_per_key::numeric, 1) = r.pages AS avg_is_real, f.table_pages = pg_relation_size('pf_1') / 8192 AS pages_are_real
+FROM archive_cluster_fragmentation('pf_1', 'cid') f, pf_real r;
+SELECT avg_pages_per_key AS frag_before, ideal_pages_per_key AS ideal_before, table_pages AS pages_before
+FROM archive_cluster_fragmentation('pf_1', 'cid') \gset
+-- a pass: the rows clustered, but the index still points to the old versions too
+SELECT rows_rewritten, rows_busy, gave_way FROM archive_cluster_pass_leaf('pf_1');
+SELECT * FROM pf_real;
+-- (each key's rows counted twice, so its ideal too)
+SELECT rows_sampled AS rows_with_dead_entries, table_pages > 1.9 * :pages_before AS doubled,
+	   round(avg_pages_per_key::numeric, 1) AS avg_pages, avg_pages_per_key > :frag_before AS old_and_new_pages,
+	   round(ideal_pages_per_key::numeric, 1) AS ideal, ideal_pages_per_key > :ideal_before AS ideal_of_twice_the_rows
+FROM archive_cluster_fragmentation('pf_1', 'cid');
+-- VACUUM removes the old entries: each key on about its ideal pages
+VACUUM pf_1;
+SELECT tier, keys_sampled, rows_sampled, round(avg_pages_per_key::numeric, 1) AS avg_pages,
+	   max_pages_per_key, round(ideal_pages_per_key::numeric, 1) AS ideal,
+	   fragmentation_ratio < 1.5 AS clustered, avg_pages_per_key * 10 < :frag_before AS tenfold_fewer,
+	   avg_pages_per_key <= ideal_pages_per_key + 1 AS within_ideal_plus_one,
+	   rows_per_page_touched > 40 AS full_pages
+FROM archive_cluster_fragmentation('pf_1', 'cid');
+SELECT round(f.avg_pages_per_key::numeric, 1) = r.pages AS avg_is_real
+FROM archive_cluster_fragmentation('pf_1', 'cid') f, pf_real r;
+-- the tail pass and the VACUUM after it: the file shrinks, the keys stay together
+SELECT table_name, status, rows_moved, batches FROM archive_cluster_run('pf');
+SELECT detail ~ '^leaf public\.pf_1 \(tail\)' AS tail_pass FROM archive_cluster_runs
+	WHERE relation = 'pf'::regclass ORDER BY run_id DESC LIMIT 1;
+VACUUM pf_1;
+SELECT table_pages < 1.1 * :pages_before AS file_back_to_size, rows_sampled,
+	   fragmentation_ratio < 1.5 AS clustered, avg_pages_per_key * 10 < :frag_before AS tenfold_fewer
+FROM archive_cluster_fragmentation('pf_1', 'cid');
+SELECT round(f.avg_pages_per_key::numeric, 1) = r.pages AS avg_is_real
+FROM archive_cluster_fragmentation('pf_1', 'cid') f, pf_real r;
+SELECT checksum('pf_1') = :'pf_before' AS same_rows;
+-- a registered partitioned table: the view lists none of it, the function
+-- refuses its root (call it on a leaf), and a leaf needs its key named
+SELECT count(*) AS in_view FROM archive_cluster_fragmentation WHERE relation = 'pf'::regclass;
+SELECT try($$SELECT * FROM archive_cluster_fragmentation('pf', 'cid')$$);
+SELECT try($$SELECT * FROM archive_cluster_fragmentation('pf')$$);
+SELECT try($$SELECT * FROM archive_cluster_fragmentation('pf_1')$$);
+DROP VIEW pf_real;
+DROP TABLE pf;

@@ -28,6 +28,14 @@
 #   A passed leaf dropped while registered: its state goes with it, the
 #     others' stays; a partition created afterwards is listed by
 #     archive_cluster_partitions() and passed with no call in between.
+#   kill -9 in a tail pass: a leaf passed once and vacuumed (its rows in the
+#     back half of the file, which VACUUM cannot truncate) gets a tail pass
+#     from archive_cluster_run(), held after its first page (it deletes rows
+#     of the tail only, none of the first customer's, and writes below the
+#     tail: the file does not grow) and its backend killed: the same rows,
+#     amcheck clean, nothing recorded; after a VACUUM a tail pass goes
+#     through (recorded as one), and the VACUUM after it truncates the file
+#     to about the leaf's size before its passes.
 use strict;
 use warnings;
 
@@ -137,7 +145,8 @@ my $pause_locks =
   . " AND classid = 1094930497 AND objid = 7 AND objsubid = 2";
 
 # A pass over $leaf in a session of its own (on_error_stop off), held at its
-# pause point after $pages pages: one session holds the lock; for each page
+# pause point after $pages pages ($sql: the statement that makes the pass,
+# archive_cluster_pass_leaf('$leaf') when not given): one session holds the lock; for each page
 # after the first, the other session asks for the lock, the one holding it
 # lets it go, and the pass goes through its pause once (the lock manager
 # grants the lock to the other session as soon as the pass lets it go, so
@@ -145,7 +154,8 @@ my $pause_locks =
 # pause point; returns the pid of its backend and the sessions.
 sub start_paused_pass
 {
-	my ($db, $leaf, $pages, $what) = @_;
+	my ($db, $leaf, $pages, $what, $sql) = @_;
+	$sql //= "SELECT * FROM archive_cluster_pass_leaf('$leaf')";
 	my @holders = map { $node->background_psql($db) } (0, 1);
 	my @holder_pids = map { $_->query_safe('SELECT pg_backend_pid()') =~ s/\s+//gr } @holders;
 	$holders[0]->query_safe('SELECT pg_advisory_lock(1094930497, 7)');
@@ -155,7 +165,7 @@ sub start_paused_pass
 	my (undef, $failed) = $runner->query("SET archive_cluster.debug_pause = 'leaf_page'");
 	ok(!$failed, "$what: the session of the pass accepts archive_cluster.debug_pause = 'leaf_page'")
 	  or die "$what: cannot hold a pass between two pages: $runner->{stderr}";
-	$runner->query_until(qr/started/, "\\echo started\nSELECT * FROM archive_cluster_pass_leaf('$leaf');\n");
+	$runner->query_until(qr/started/, "\\echo started\n$sql;\n");
 	my $waits = $node->poll_query_until($db,
 		"SELECT count(*) = 1 FROM ($pause_locks AND pid = $pid AND NOT granted) w");
 	for my $page (2 .. $pages)
@@ -341,6 +351,113 @@ is(pass_leaf('postgres', 'pt_d0'), '5000 0 false false', 'the new partition is p
 is(leaf_record('postgres', 'pt_d0'), '1 5000 true', 'its pass is recorded');
 is(rows_of('postgres', 'pt_d0'), $d0_rows, 'the new partition keeps its rows');
 amcheck_leaf('postgres', 'the new partition, passed', 'pt_d0');
+
+# --- kill -9 in a tail pass
+# pt_d3 (never passed so far) gets a whole pass, which writes its rows onto
+# new pages at the end of the file, and a VACUUM, which frees the pages it
+# emptied but cannot truncate: the next pass that archive_cluster_run() makes
+# is a tail pass (the rows beyond the pages the leaf needs, onto the lowest
+# empty pages).  That pass is held after its first page and its backend
+# killed; then a tail pass goes through and the VACUUM after it truncates.
+{
+	my $what = 'kill -9 in a tail pass';
+	my $leaf = 'pt_d3';
+	my $size_sql = "SELECT pg_relation_size('$leaf') / 8192";
+	my $runs_sql = "SELECT count(*) FROM archive_cluster_runs WHERE relation = 'pt'::regclass";
+	# the lowest heap page that holds a row of the leaf
+	my $first_page_sql = "SELECT min((ctid::text::point)[0])::int FROM $leaf";
+	my $rows = rows_of('postgres', $leaf);
+	like($rows, qr/^20000:[0-9a-f]{32}$/, "$leaf: 20,000 rows");
+	my $ppk = pages_per_key('postgres', $leaf);
+	my $pages0 = $node->safe_psql('postgres', $size_sql);
+	is(pass_leaf('postgres', $leaf), '20000 0 false false', "$what: a first, whole pass over $leaf");
+	my $pages1 = $node->safe_psql('postgres', $size_sql);
+	cmp_ok($pages1, '>=', 2 * $pages0, "$what: the first pass doubled the leaf ($pages0 -> $pages1 pages)");
+	$node->safe_psql('postgres', "VACUUM $leaf");
+	is($node->safe_psql('postgres', $size_sql), $pages1,
+		"$what: VACUUM after the first pass cannot truncate the leaf");
+	cmp_ok($node->safe_psql('postgres', $first_page_sql), '>=', $pages0,
+		"$what: the rows lie in the back half, after the pages VACUUM freed");
+	is(leaf_record('postgres', $leaf), '1 20000 true', "$what: the first pass is recorded, settled");
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_stat_all_tables s JOIN archive_cluster_partitions('pt') p ON p.leaf = s.relid
+			 WHERE p.leaf = '$leaf'::regclass AND s.last_vacuum > p.last_pass_at AND NOT p.resumes"),
+		'1', "$what: $leaf vacuumed since its pass, which went through to the end: a tail pass is due");
+	my $runs = $node->safe_psql('postgres', $runs_sql);
+
+	# the tail pass of archive_cluster_run('pt'): only pt_d3 is due (pt_d0
+	# and pt_d2 were passed and not vacuumed since, pt_now is open)
+	my ($pid, @sessions) = start_paused_pass('postgres', $leaf, 1, $what,
+		"SELECT * FROM archive_cluster_run('pt')");
+	my $xid = $node->safe_psql('postgres', "SELECT backend_xid FROM pg_stat_activity WHERE pid = $pid");
+	like($xid, qr/^\d+$/, "$what: the pass has a transaction id");
+	my $done = $node->safe_psql('postgres',
+		"SELECT rows_done FROM archive_cluster_progress WHERE pid = $pid AND kind = 'partition pass'");
+	cmp_ok($done || 0, '>', 0, "$what: archive_cluster_progress shows rows written ($done)");
+	# (the pass runs in a subtransaction of archive_cluster_run(): its rows'
+	# xmax is that subtransaction's ID, one of the transaction IDs it locks)
+	my $xids_sql = "SELECT transactionid::text FROM pg_locks WHERE locktype = 'transactionid' AND pid = $pid";
+	my ($deleted, $low) = split /\|/,
+	  $node->safe_psql('postgres',
+		"SELECT count(*), min((ctid::text::point)[0])::int FROM $leaf WHERE xmax::text IN ($xids_sql)");
+	cmp_ok($deleted, '>=', $done || 1, "$what: the pass deleted rows ($deleted), at least those it wrote");
+	# a whole pass would start with the first customer's rows, on the first
+	# pages of the back half; a tail pass takes rows only beyond the pages
+	# the leaf needs (at least as many as its rows occupy)
+	cmp_ok($low, '>', $pages1 - $pages0,
+		"$what: it moves rows of the tail only (lowest page it deleted from: $low of $pages1)");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM $leaf WHERE xmax::text IN ($xids_sql) AND cid = 0"),
+		'0', "$what: none of the first customer's rows");
+	is($node->safe_psql('postgres', $size_sql), $pages1,
+		"$what: it writes onto the empty pages below the tail, none at the end");
+	is(rows_of('postgres', $leaf), $rows, "$what: others still see the same rows");
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	crash_backend($node, 'postgres', $pid, $what, @sessions);
+
+	is(rows_of('postgres', $leaf), $rows, "$what: the leaf holds the same rows (count, md5)");
+	amcheck_leaf('postgres', $what, $leaf);
+	is(leaf_record('postgres', $leaf), '1 20000 true', "$what: nothing recorded for the crashed pass");
+	is( $node->safe_psql('postgres',
+			"SELECT resumes FROM archive_cluster_partitions('pt') WHERE leaf = '$leaf'::regclass"),
+		'f', "$what: no resume point or tail mark left");
+	is($node->safe_psql('postgres', $runs_sql), $runs, "$what: no run recorded");
+	cmp_ok($node->safe_psql('postgres', $first_page_sql), '>=', $pages0,
+		"$what: the rows are still in the back half");
+
+	# the crash discarded the statistics (last_vacuum): the VACUUM that
+	# clears the crashed pass's aborted rows off the front pages makes the
+	# tail pass due again
+	$node->safe_psql('postgres', "VACUUM $leaf");
+	my ($status, $moved, $batches) = split /\|/,
+	  $node->safe_psql('postgres', "SELECT status, rows_moved, batches FROM archive_cluster_run('pt')");
+	is("$status $batches", 'passed 1', "$what, then archive_cluster_run(): one partition passed");
+	cmp_ok($moved, '>', 0, "$what, then archive_cluster_run(): rows moved ($moved)");
+	cmp_ok($moved, '<', 20000, "$what, then archive_cluster_run(): not every row (a tail)");
+	is( $node->safe_psql('postgres',
+			"SELECT kind || ' ' || started_by || ' ' || rows_moved || ' ' || rows_busy || ' ' || (detail ~ '^leaf public\\.$leaf \\(tail\\): \\d+ pages; ')
+			 FROM archive_cluster_runs WHERE relation = 'pt'::regclass ORDER BY run_id DESC LIMIT 1"),
+		"pass manual $moved 0 true",
+		"$what, then archive_cluster_run(): a tail pass of $leaf recorded");
+	is($node->safe_psql('postgres', $runs_sql), $runs + 1, "$what, then archive_cluster_run(): one run recorded");
+	is(leaf_record('postgres', $leaf), '2 ' . (20000 + $moved) . ' true',
+		"$what, then archive_cluster_run(): a second settled pass recorded");
+	is(rows_of('postgres', $leaf), $rows, "$what, then a tail pass: the same rows (count, md5)");
+	amcheck_leaf('postgres', "$what, then a tail pass", $leaf);
+	$node->safe_psql('postgres', "VACUUM $leaf");
+	my $pages2 = $node->safe_psql('postgres', $size_sql);
+	cmp_ok($pages2, '<', 0.6 * $pages1, "$what, then a tail pass and VACUUM: the file truncated ($pages1 -> $pages2 pages)");
+	cmp_ok($pages2, '<=', 1.1 * $pages0, "$what, then a tail pass and VACUUM: about the leaf's size before its passes ($pages0 pages)");
+	# (the page the crashed pass wrote may still hold its dead line pointers:
+	# a VACUUM that finds them on so few pages skips the index vacuuming)
+	cmp_ok($node->safe_psql('postgres', $first_page_sql), '<', 8,
+		"$what, then a tail pass and VACUUM: the rows start at the front of the file");
+	my $ppk2 = pages_per_key('postgres', $leaf);
+	cmp_ok($ppk2 * 10, '<', $ppk, "$what, then a tail pass: pages per customer $ppk before the passes, $ppk2 after");
+	is(rows_of('postgres', $leaf), $rows, "$what, then a tail pass and VACUUM: the same rows (count, md5)");
+	amcheck_leaf('postgres', "$what, then a tail pass and VACUUM", $leaf);
+	is($node->safe_psql('postgres', "SELECT status FROM archive_cluster_run('pt')"),
+		'nothing due', "$what: then nothing is due");
+}
 
 $node->stop;
 done_testing();
