@@ -236,10 +236,62 @@ SELECT round(f.avg_pages_per_key::numeric, 1) = r.pages AS avg_is_real
 FROM archive_cluster_fragmentation('pf_1', 'cid') f, pf_real r;
 SELECT checksum('pf_1') = :'pf_before' AS same_rows;
 -- a registered partitioned table: the view lists none of it, the function
--- refuses its root (call it on a leaf), and a leaf needs its key named
+-- refuses its root (call it on a leaf), and on a leaf the key defaults to
+-- the first cluster_by column
 SELECT count(*) AS in_view FROM archive_cluster_fragmentation WHERE relation = 'pf'::regclass;
 SELECT try($$SELECT * FROM archive_cluster_fragmentation('pf', 'cid')$$);
 SELECT try($$SELECT * FROM archive_cluster_fragmentation('pf')$$);
-SELECT try($$SELECT * FROM archive_cluster_fragmentation('pf_1')$$);
+SELECT (SELECT avg_pages_per_key FROM archive_cluster_fragmentation('pf_1')) =
+	   (SELECT avg_pages_per_key FROM archive_cluster_fragmentation('pf_1', 'cid')) AS key_from_cluster_by;
 DROP VIEW pf_real;
 DROP TABLE pf;
+
+-- a tail pass lays rows out in the order of the cluster index's operator class
+-- (here: customers in descending order), as the whole pass does
+CREATE FUNCTION int4_rev_cmp(int, int) RETURNS int LANGUAGE sql IMMUTABLE STRICT
+	AS 'SELECT pg_catalog.btint4cmp($2, $1)';
+CREATE OPERATOR CLASS int4_rev_ops FOR TYPE int4 USING btree AS
+	OPERATOR 1 >, OPERATOR 2 >=, OPERATOR 3 =, OPERATOR 4 <=, OPERATOR 5 <,
+	FUNCTION 1 int4_rev_cmp(int, int);
+CREATE TABLE rev (id bigint NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL, pad text)
+	PARTITION BY RANGE (ts);
+CREATE TABLE rev_old PARTITION OF rev FOR VALUES FROM ('2020-01-01') TO ('2020-01-02');
+CREATE INDEX ON rev (cid int4_rev_ops, ts);
+SELECT archive_cluster_register('rev', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+INSERT INTO rev SELECT g, g % 50, '2020-01-01'::timestamptz + g * interval '2 s', repeat('x', 100)
+	FROM generate_series(1, 20000) g;
+CREATE TEMP TABLE rev_before AS SELECT * FROM rev;
+SELECT rows_rewritten FROM archive_cluster_pass_leaf('rev_old');
+VACUUM rev_old;
+SELECT rows_rewritten > 0 AS moved, to_front FROM archive_cluster_pass_leaf('rev_old');
+VACUUM rev_old;
+-- every row after the one before it in the index's order: customers descending
+SELECT bool_and(ordered) AS in_index_order FROM
+	(SELECT cid <= lag(cid) OVER (ORDER BY ctid) OR lag(cid) OVER (ORDER BY ctid) IS NULL AS ordered
+	 FROM rev_old) o;
+SELECT count(*) AS differing FROM
+	((SELECT * FROM rev_before EXCEPT ALL SELECT * FROM rev)
+	 UNION ALL (SELECT * FROM rev EXCEPT ALL SELECT * FROM rev_before)) d;
+SELECT archive_cluster_unregister('rev');
+DROP TABLE rev;
+DROP OPERATOR FAMILY int4_rev_ops USING btree;
+DROP FUNCTION int4_rev_cmp(int, int);
+
+-- one call passes at most 32 partitions (each is a subtransaction)
+CREATE TABLE many (id int NOT NULL, cid int NOT NULL, ts timestamptz NOT NULL) PARTITION BY RANGE (ts);
+DO $$
+BEGIN
+	FOR d IN 0..33 LOOP
+		EXECUTE format('CREATE TABLE many_%s PARTITION OF many FOR VALUES FROM (%L) TO (%L)', d,
+					   '2020-01-01'::date + d, '2020-01-01'::date + d + 1);
+	END LOOP;
+END
+$$;
+CREATE INDEX ON many (cid, ts);
+INSERT INTO many SELECT g, g % 7, '2020-01-01'::timestamptz + g * interval '1 h' FROM generate_series(0, 34 * 24 - 1) g;
+SELECT archive_cluster_register('many', '{cid,ts}', 'ts', '1 hour', mode => 'partitioned');
+SELECT status, batches FROM archive_cluster_run('many', max_batches => 100);
+SELECT status, batches FROM archive_cluster_run('many', max_batches => 100);
+SELECT count(*) FILTER (WHERE passes > 0) AS passed, count(*) AS leaves FROM archive_cluster_partitions('many');
+SELECT archive_cluster_unregister('many');
+DROP TABLE many;

@@ -28,6 +28,7 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "catalog/pg_am.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "common/pg_prng.h"
 #include "executor/spi.h"
@@ -50,6 +51,7 @@
 #include "archive/loose.h"
 #include "base/util.h"
 #include "registry/config.h"
+#include "registry/partitioned.h"
 
 PG_FUNCTION_INFO_V1(archive_cluster_fragmentation);
 PG_FUNCTION_INFO_V1(archive_cluster_buffers);
@@ -185,10 +187,32 @@ ac_tiers(Oid relid, const char *keycol, Oid *heaps, int *ntiers)
 		*ntiers = 2;
 		return keycol ? pstrdup(keycol) : cfg.cluster_by[0];
 	}
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a partitioned table", get_rel_name(relid)),
+				 errdetail("Its rows are in its partitions, each measured on its own."),
+				 errhint("Call archive_cluster_fragmentation() on a partition; archive_cluster_partitions() lists those of a registered partitioned table.")));
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table or a registered view", get_rel_name(relid))));
+	/* a partition of a registered partitioned table: its first cluster column */
+	if (keycol == NULL && get_rel_relispartition(relid))
+	{
+		ListCell   *lc;
+
+		foreach(lc, get_partition_ancestors(relid))
+		{
+			AcPartitionedConfig pcfg;
+
+			if (ac_load_partitioned(lfirst_oid(lc), &pcfg))
+			{
+				keycol = pcfg.cluster_by[0];
+				break;
+			}
+		}
+	}
 	if (keycol == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
