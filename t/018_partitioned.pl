@@ -36,6 +36,10 @@
 #     amcheck clean, nothing recorded; after a VACUUM a tail pass goes
 #     through (recorded as one), and the VACUUM after it truncates the file
 #     to about the leaf's size before its passes.
+#   A crash after a whole pass: its transaction open (its WAL flushed), an
+#     immediate shutdown: aborted at the restart, as above; committed, no
+#     checkpoint since: the restart replays it, the rows the same and still
+#     clustered, amcheck clean, the pass recorded.
 use strict;
 use warnings;
 
@@ -457,6 +461,50 @@ amcheck_leaf('postgres', 'the new partition, passed', 'pt_d0');
 	amcheck_leaf('postgres', "$what, then a tail pass and VACUUM", $leaf);
 	is($node->safe_psql('postgres', "SELECT status FROM archive_cluster_run('pt')"),
 		'nothing due', "$what: then nothing is due");
+}
+
+# --- a crash after a whole pass, before and after its commit
+#
+# In a database of its own (the same setup): (c) a pass that went through
+# to the end in an open transaction, its WAL flushed, then an immediate
+# shutdown: its transaction ends aborted at the restart (the same rows,
+# amcheck clean, nothing recorded, and a new pass goes through); (d) a pass
+# committed, its WAL flushed, no checkpoint, then an immediate shutdown: the
+# restart replays it (the same rows, clustered, amcheck clean, the pass
+# recorded).
+$node->safe_psql('postgres', 'CREATE DATABASE crashdb');
+$node->safe_psql('crashdb', $setup_sql . ($amcheck ? "CREATE EXTENSION amcheck;\n" : ''));
+{
+	my $what = 'immediate shutdown after a whole pass, before its commit';
+	my $rows = rows_of('crashdb', 'pt_d1');
+	my $ppk = pages_per_key('crashdb', 'pt_d1');
+	my $session = $node->background_psql('crashdb');
+	$session->query_safe('BEGIN');
+	is($session->query_safe(
+			"SELECT rows_rewritten || ' ' || rows_busy || ' ' || gave_way FROM archive_cluster_pass_leaf('pt_d1')"),
+		'20000 0 false', "$what: the pass went through to the end");
+	my $switch = $node->safe_psql('crashdb', 'SELECT pg_switch_wal()');
+	is($node->safe_psql('crashdb', "SELECT pg_current_wal_flush_lsn() >= '$switch'"),
+		't', "$what: its WAL is flushed");
+	is(rows_of('crashdb', 'pt_d1'), $rows, "$what: others see the same rows");
+	restart_immediate($node, $session);
+	check_after_crash('crashdb', $what, 'pt_d1', $rows, $ppk);
+}
+{
+	my $what = 'immediate shutdown after a committed pass';
+	my $rows = rows_of('crashdb', 'pt_d2');
+	my $ppk = pages_per_key('crashdb', 'pt_d2');
+	$node->safe_psql('crashdb', 'CHECKPOINT');
+	is(pass_leaf('crashdb', 'pt_d2'), '20000 0 false false', "$what: the pass went through and committed");
+	my $switch = $node->safe_psql('crashdb', 'SELECT pg_switch_wal()');
+	is($node->safe_psql('crashdb', "SELECT pg_current_wal_flush_lsn() >= '$switch'"),
+		't', "$what: its WAL is flushed");
+	restart_immediate($node);
+	is(rows_of('crashdb', 'pt_d2'), $rows, "$what: the same rows after the replay (count, md5)");
+	my $after = pages_per_key('crashdb', 'pt_d2');
+	cmp_ok($after * 10, '<', $ppk, "$what: still clustered after the replay ($ppk -> $after pages per customer)");
+	is(leaf_record('crashdb', 'pt_d2'), '1 20000 true', "$what: the pass is recorded");
+	amcheck_leaf('crashdb', $what, 'pt_d2');
 }
 
 $node->stop;
